@@ -1,0 +1,118 @@
+"""The alias table: spec -> toolkit root, so the shims select in O(1) without Python.
+
+`$CUDAENV_ROOT/aliases/<spec>` is a small text file:
+
+    line 1: the toolkit root (what the shims read, with one `read` builtin)
+    line 2: its release, e.g. 13.0.2
+    line 3: its origin: cudaenv, or where it was found
+
+Managed toolkits claim every prefix of their release first (`13`, `13.0`,
+`13.0.2`), newest release winning; a discovered toolkit gets only the prefixes
+no managed one claims. `system` names the first static toolkit outside cudaenv
+(conda and PATH are checked live, before this entry, by Python and sh alike).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import store
+from .versions import InvalidVersion, Release, Spec, parse_spec
+
+
+@dataclass(frozen=True)
+class Entry:
+    root: str
+    release: str
+    origin: str
+
+
+def _prefixes(release: str) -> list[str]:
+    parts = release.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def build(managed, discovered) -> dict[str, Entry]:
+    """The table for these toolkits. Both lists are newest-first within themselves."""
+    table: dict[str, Entry] = {}
+
+    def claim(tks):
+        ranked = sorted(tks, key=lambda t: _sort_key(t.release), reverse=True)
+        claimed_now: dict[str, Entry] = {}
+        for tk in ranked:
+            for prefix in _prefixes(tk.release):
+                if prefix not in table and prefix not in claimed_now:
+                    claimed_now[prefix] = Entry(str(tk.root), tk.release, tk.origin)
+        table.update(claimed_now)
+
+    claim(managed)
+    claim(discovered)
+    if discovered:
+        first = discovered[0]
+        table["system"] = Entry(str(first.root), first.release, first.origin)
+    return table
+
+
+def _sort_key(release: str):
+    try:
+        return (Release.parse(release), len(release.split(".")))
+    except InvalidVersion:
+        return (Release(0), 0)
+
+
+def write(table: dict[str, Entry]) -> None:
+    """Replace the on-disk table: each file atomically, then drop entries that are gone."""
+    d = store.aliases_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    for spec, e in table.items():
+        parse_spec(spec)  # never write a file name that is not a valid spec
+        text = f"{e.root}\n{e.release}\n{e.origin}\n"
+        path = d / spec
+        try:
+            if path.read_text() == text:
+                continue
+        except OSError:
+            pass
+        store.write_atomic(path, text)
+    for name in os.listdir(d):
+        if name not in table and not name.startswith("."):
+            try:
+                os.unlink(d / name)
+            except FileNotFoundError:
+                pass
+
+
+def lookup(spec: Spec) -> Entry | None:
+    """The entry for a validated spec, rehashing first if the table was never built."""
+    d = store.aliases_dir()
+    if not d.is_dir():
+        from .shims import rehash
+
+        rehash()
+    try:
+        lines = (d / spec.text).read_text().splitlines()
+    except OSError:
+        return None
+    if len(lines) < 3:
+        return None
+    return Entry(*lines[:3])
+
+
+def read_all() -> dict[str, Entry]:
+    d = store.aliases_dir()
+    out = {}
+    try:
+        names = os.listdir(d)
+    except FileNotFoundError:
+        return out
+    for name in names:
+        try:
+            spec = parse_spec(name)
+        except InvalidVersion:
+            continue
+        e = lookup(spec)
+        if e:
+            out[name] = e
+    return out

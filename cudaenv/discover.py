@@ -1,0 +1,205 @@
+"""Find CUDA toolkits that are already on the machine, outside cudaenv.
+
+Static places (their order is the order `system` falls back through):
+  /usr/local/cuda, /usr/local/cuda-X.Y (newest first), /opt/cuda*,
+  Debian's /usr/lib/nvidia-cuda-toolkit, then pip's nvidia/cu13 trees in the
+  current Python's site-packages.
+Dynamic places, checked first for `system` because they describe the shell
+the user is in: an active conda env ($CONDA_PREFIX), then the first nvcc on
+PATH that is not cudaenv's own.
+
+CUDAENV_SYSTEM_SEARCH (colon-separated globs; the word `pip` stands for the
+site-packages scan) replaces the static list, so tests and unusual machines
+can say exactly where to look.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from .store import Toolkit
+from .versions import InvalidVersion, Release
+
+DEFAULT_SEARCH = "/usr/local/cuda:/usr/local/cuda-*:/opt/cuda*:/usr/lib/nvidia-cuda-toolkit:pip"
+_NVCC_RE = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
+
+
+def _release_key(text: str):
+    try:
+        return Release.parse(text)
+    except InvalidVersion:
+        return Release(0)
+
+
+def nvcc_banner_version(nvcc: Path) -> tuple[str, str] | None:
+    """(major.minor, component) from `nvcc --version`, e.g. ("13.0", "13.0.88")."""
+    try:
+        out = subprocess.run(
+            [str(nvcc), "--version"], capture_output=True, text=True, timeout=20
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _NVCC_RE.search(out)
+    if not m:
+        return None
+    return f"{m.group(1)}.{m.group(2)}", m.group(3)
+
+
+def _component_to_release(component: str) -> str | None:
+    """Map nvcc's component version (13.0.88) to a CUDA release (13.0.2) when the data knows it."""
+    from .data import load
+
+    table = load("nvcc_releases.json").get("nvcc_to_release", {}) if _has_data("nvcc_releases.json") else {}
+    return table.get(component)
+
+
+def _has_data(name: str) -> bool:
+    return (Path(__file__).parent / "data" / name).is_file()
+
+
+def toolkit_release(root: Path) -> tuple[str, str | None] | None:
+    """(release, nvcc component version) of the toolkit at `root`, or None if it is no toolkit."""
+    nvcc = root / "bin" / "nvcc"
+    if not os.access(nvcc, os.X_OK):
+        return None
+    component = None
+    # version.json is what NVIDIA's installers and redist trees carry: cheapest and exact.
+    try:
+        data = json.loads((root / "version.json").read_text())
+        release = data.get("cuda", {}).get("version")
+        component = data.get("cuda_nvcc", {}).get("version")
+        if release:
+            Release.parse(release)
+            return release, component
+    except (OSError, ValueError, AttributeError, InvalidVersion):
+        pass
+    # Trees assembled from wheels keep dist-info: cuda_toolkit-X.Y.Z names the release.
+    for pattern, kind in (("cuda_toolkit-*.dist-info", "release"), ("nvidia_cuda_nvcc*-*.dist-info", "nvcc")):
+        for base in (root / "dist-info", root):
+            for d in sorted(glob.glob(str(base / pattern))):
+                ver = Path(d).name.split("-")[1].removesuffix(".dist-info")
+                if kind == "release":
+                    try:
+                        Release.parse(ver)
+                        return ver, component
+                    except InvalidVersion:
+                        continue
+                component = ver
+    if component:
+        mapped = _component_to_release(component)
+        if mapped:
+            return mapped, component
+    banner = nvcc_banner_version(nvcc)
+    if banner:
+        short, comp = banner
+        mapped = _component_to_release(comp)
+        return (mapped or short), comp
+    if component:
+        return ".".join(component.split(".")[:2]), component
+    return None
+
+
+def _site_packages() -> list[Path]:
+    out = []
+    for p in sys.path:
+        if p and p.endswith("-packages") and os.path.isdir(p):
+            out.append(Path(p))
+    return out
+
+
+def _pip_trees() -> list[tuple[Path, str]]:
+    trees = []
+    for sp in _site_packages():
+        for sub in ("cu13", "cu14"):
+            root = sp / "nvidia" / sub
+            if (root / "bin" / "nvcc").exists():
+                trees.append((root, f"pip ({sp})"))
+    return trees
+
+
+def _static_candidates() -> list[tuple[Path, str]]:
+    search = os.environ.get("CUDAENV_SYSTEM_SEARCH", DEFAULT_SEARCH)
+    out: list[tuple[Path, str]] = []
+    for pattern in search.split(":"):
+        if not pattern:
+            continue
+        if pattern == "pip":
+            out.extend(_pip_trees())
+            continue
+        matches = glob.glob(pattern) if any(c in pattern for c in "*?[") else [pattern]
+        # cuda-12.8 before cuda-12.10 would be wrong: order by numeric release in the name.
+        matches.sort(key=lambda p: _release_key(re.sub(r"^.*?(\d+(?:\.\d+)*)$", r"\1", p)), reverse=True)
+        out.extend((Path(m), m) for m in matches)
+    return out
+
+
+def _toolkit(root: Path, origin: str) -> Toolkit | None:
+    info = toolkit_release(root)
+    if not info:
+        return None
+    return Toolkit(release=info[0], root=root, origin=origin, nvcc_version=info[1])
+
+
+def _is_cudaenv_path(path: Path, env) -> bool:
+    from . import store
+
+    r = str(store.root())
+    added = env.get("CUDAENV_PATH_ENTRY", "")
+    p = str(path)
+    return p == r or p.startswith(r + os.sep) or (added and p == added)
+
+
+def discover_static() -> list[Toolkit]:
+    """Toolkits at the static places, deduplicated by real path (so /usr/local/cuda -> cuda-13.0 counts once)."""
+    seen: set[str] = set()
+    found = []
+    for root, origin in _static_candidates():
+        try:
+            real = os.path.realpath(root)
+        except OSError:
+            continue
+        if real in seen:
+            continue
+        tk = _toolkit(root, origin)
+        if tk:
+            seen.add(real)
+            found.append(tk)
+    return found
+
+
+def dynamic_system_root(env=None) -> tuple[Path, str] | None:
+    """The conda env or the first non-cudaenv nvcc on PATH, as (root, origin)."""
+    env = os.environ if env is None else env
+    conda = env.get("CONDA_PREFIX")
+    if conda and os.access(os.path.join(conda, "bin", "nvcc"), os.X_OK):
+        return Path(conda), "conda ($CONDA_PREFIX)"
+    for entry in env.get("PATH", "").split(":"):
+        if not entry or _is_cudaenv_path(Path(entry), env):
+            continue
+        nvcc = os.path.join(entry, "nvcc")
+        if os.path.isfile(nvcc) and os.access(nvcc, os.X_OK):
+            return Path(entry).parent, "PATH"
+    return None
+
+
+def discover(env=None) -> list[Toolkit]:
+    """Every toolkit outside cudaenv: dynamic ones first, then static ones, each once."""
+    found = []
+    seen: set[str] = set()
+    dyn = dynamic_system_root(env)
+    if dyn:
+        tk = _toolkit(*dyn)
+        if tk:
+            found.append(tk)
+            seen.add(os.path.realpath(tk.root))
+    for tk in discover_static():
+        if os.path.realpath(tk.root) not in seen:
+            found.append(tk)
+            seen.add(os.path.realpath(tk.root))
+    return found

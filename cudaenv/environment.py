@@ -1,0 +1,87 @@
+"""The environment a selection applies, and its renderings for shells and services.
+
+The same variables everywhere (shims, `exec`, `env`, the shell hook):
+  CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT = the toolkit root
+  CUDACXX = <root>/bin/nvcc
+  PATH gets <root>/bin first; the entry cudaenv added before (remembered in
+  CUDAENV_PATH_ENTRY) is removed first, so switching never piles up entries.
+  LD_LIBRARY_PATH only with CUDAENV_LD_LIBRARY_PATH=1 (remembered in
+  CUDAENV_LD_ENTRY), because changing it under a running program surprises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
+FORMATS = ("sh", "fish", "systemd", "dotenv", "json")
+
+
+def _without_first(entries: list[str], value: str) -> list[str]:
+    """Drop the first occurrence only: a user's own copy of the same entry stays."""
+    if value and value in entries:
+        i = entries.index(value)
+        return entries[:i] + entries[i + 1 :]
+    return entries
+
+
+def toolkit_env(root: Path, env=None) -> dict[str, str]:
+    """The variables to set (name -> value) for toolkit `root` on top of `env`."""
+    env = os.environ if env is None else env
+    r = str(root)
+    binp = os.path.join(r, "bin")
+    out = {k: r for k in ROOT_VARS}
+    out["CUDACXX"] = os.path.join(binp, "nvcc")
+    path = [p for p in env.get("PATH", "").split(":") if p != ""]
+    path = _without_first(path, env.get("CUDAENV_PATH_ENTRY", ""))
+    out["PATH"] = ":".join([binp] + path)
+    out["CUDAENV_PATH_ENTRY"] = binp
+    if env.get("CUDAENV_LD_LIBRARY_PATH") == "1":
+        lib = os.path.join(r, "lib64") if os.path.isdir(os.path.join(r, "lib64")) else os.path.join(r, "lib")
+        ld = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
+        ld = _without_first(ld, env.get("CUDAENV_LD_ENTRY", ""))
+        out["LD_LIBRARY_PATH"] = ":".join([lib] + ld)
+        out["CUDAENV_LD_ENTRY"] = lib
+    return out
+
+
+def applied(root: Path, env=None) -> dict[str, str]:
+    """A full environment: `env` with the toolkit's variables applied."""
+    env = dict(os.environ if env is None else env)
+    env.update(toolkit_env(root, env))
+    return env
+
+
+def _systemd_quote(value: str) -> str:
+    # systemd Environment= takes "K=V" in double quotes; backslash and quote escaped,
+    # and % doubled because systemd expands specifiers there.
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
+def _dotenv_quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+
+
+def render(variables: dict[str, str], fmt: str) -> str:
+    if fmt == "sh":
+        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in variables.items())
+    if fmt == "fish":
+        lines = []
+        for k, v in variables.items():
+            if k == "PATH":
+                parts = " ".join(shlex.quote(p) for p in v.split(":"))
+                lines.append(f"set -gx PATH {parts}\n")
+            else:
+                lines.append(f"set -gx {k} {shlex.quote(v)}\n")
+        return "".join(lines)
+    if fmt == "systemd":
+        body = "".join(f'Environment="{k}={_systemd_quote(v)}"\n' for k, v in variables.items())
+        return "[Service]\n" + body
+    if fmt == "dotenv":
+        return "".join(f'{k}="{_dotenv_quote(v)}"\n' for k, v in variables.items())
+    if fmt == "json":
+        return json.dumps(variables, indent=2) + "\n"
+    raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")

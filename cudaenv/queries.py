@@ -1,0 +1,101 @@
+"""Read-only queries shared by the click commands and the no-click fast path.
+
+Each prints its answer and returns an exit code: 0 ok, 1 invalid input,
+127 the selected toolkit or command is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from . import selection, store
+from .selection import Selection, SelectionError
+from .versions import InvalidVersion, parse_spec
+
+
+def fail(message: str, code: int) -> int:
+    print(f"cudaenv: {message}", file=sys.stderr)
+    return code
+
+
+def describe_resolved(r: selection.Resolved) -> str:
+    spec = r.selection.spec.text
+    if spec == r.release:
+        return f"{spec} ({r.selection.origin})"
+    return f"{spec} -> {r.release} at {r.root} ({r.selection.origin})"
+
+
+def version(as_json: bool = False) -> int:
+    try:
+        r = selection.current()
+    except SelectionError as e:
+        return fail(str(e), e.exit_code)
+    if as_json:
+        print(json.dumps(r.to_json(), indent=2))
+    else:
+        print(describe_resolved(r))
+    return 0
+
+
+def _resolve_arg(version_arg: str | None) -> selection.Resolved:
+    if version_arg is None:
+        return selection.current()
+    try:
+        spec = parse_spec(version_arg.strip())
+    except InvalidVersion as e:
+        raise selection.InvalidSelection(str(e)) from None
+    return selection.resolve(Selection(spec, "the command line"))
+
+
+def prefix(version_arg: str | None = None) -> int:
+    try:
+        r = _resolve_arg(version_arg)
+    except SelectionError as e:
+        return fail(str(e), e.exit_code)
+    print(r.root)
+    return 0
+
+
+def which_path(cmd: str):
+    """(path, resolved) of `cmd` in the selected toolkit; raises SelectionError."""
+    if not cmd or "/" in cmd or cmd in (".", ".."):
+        raise selection.InvalidSelection(f"invalid command name {cmd!r}: give a bare name such as nvcc")
+    r = selection.current()
+    path = os.path.join(str(r.root), "bin", cmd)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        err = selection.NotInstalled(
+            f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})"
+        )
+        raise err
+    return path, r
+
+
+def which(cmd: str) -> int:
+    try:
+        path, _ = which_path(cmd)
+    except SelectionError as e:
+        return fail(str(e), e.exit_code)
+    print(path)
+    return 0
+
+
+def root() -> int:
+    print(store.root())
+    return 0
+
+
+def fast_path(argv: list[str]) -> int | None:
+    """Answer the hottest commands without click; None means 'let click handle it'."""
+    if any(a.startswith("-") for a in argv):
+        return None
+    if argv == ["version"]:
+        return version()
+    if argv == ["root"]:
+        return root()
+    if len(argv) == 2 and argv[0] == "which":
+        return which(argv[1])
+    if argv and argv[0] == "prefix" and len(argv) <= 2:
+        return prefix(argv[1] if len(argv) == 2 else None)
+    return None

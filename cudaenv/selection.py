@@ -1,0 +1,192 @@
+"""Which toolkit is selected here, and by what.
+
+Precedence: CUDAENV_VERSION, then the nearest .cuda-version walking up from the
+current directory to /, then $CUDAENV_ROOT/version, then `system`.
+
+A version file holds one version on its first non-blank, non-comment line.
+Surrounding spaces and tabs, CRLF line ends, blank lines and `#` comments
+(whole-line or after the value) are allowed. Reading stops at that line: what
+follows it is never read. Every line read must be at most MAX_LINE bytes and
+hold no NUL byte. shims/select.sh implements the same rules in
+POSIX sh; tests/selection_cases.py is the table both must pass.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import store
+from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
+
+VERSION_FILE = ".cuda-version"
+MAX_LINE = 128
+ENV_VAR = "CUDAENV_VERSION"
+
+EXIT_INVALID = 1
+EXIT_NOT_INSTALLED = 127
+
+
+class SelectionError(Exception):
+    exit_code = EXIT_INVALID
+
+
+class InvalidSelection(SelectionError):
+    """A version file or CUDAENV_VERSION that breaks the grammar."""
+
+
+class NotInstalled(SelectionError):
+    exit_code = EXIT_NOT_INSTALLED
+
+
+@dataclass(frozen=True)
+class Selection:
+    spec: Spec
+    source: str  # "CUDAENV_VERSION", a version file's path, or "default"
+    line: int | None = None
+
+    @property
+    def origin(self) -> str:
+        if self.source == ENV_VAR:
+            return "set by CUDAENV_VERSION"
+        if self.source == "default":
+            return "default: no .cuda-version or global version file"
+        return f"set by {self.source}"
+
+    def to_json(self) -> dict:
+        return {"version": self.spec.text, "source": self.source, "line": self.line}
+
+
+def _invalid(where: str, lineno: int | None, why: str) -> InvalidSelection:
+    at = f"{where}:{lineno}" if lineno else where
+    return InvalidSelection(f"{at}: {why}; allowed are {ALLOWED}")
+
+
+def parse_version_text(data: bytes, where: str) -> tuple[Spec, int]:
+    """The spec in a version file's bytes and its line number. Raises InvalidSelection."""
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if len(raw) > MAX_LINE:
+            raise _invalid(where, lineno, f"line is longer than {MAX_LINE} bytes")
+        if b"\0" in raw:
+            raise _invalid(where, lineno, "NUL byte in version file")
+        # Comments may hold any text; only the value itself is held to the grammar.
+        value = raw.split(b"#", 1)[0].strip(b" \t")
+        if not value:
+            continue
+        text = value.decode("latin-1")
+        try:
+            return parse_spec(text), lineno
+        except InvalidVersion:
+            raise _invalid(where, lineno, f"invalid version {describe(text)}") from None
+    raise _invalid(where, None, "no version found (the file is empty or only comments)")
+
+
+def read_version_file(path: Path) -> tuple[Spec, int]:
+    try:
+        with open(path, "rb") as f:
+            # A version file is tiny; a bounded read keeps junk files cheap.
+            data = f.read(64 * 1024)
+    except OSError as e:
+        raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+    return parse_version_text(data, str(path))
+
+
+def current_dir(env=None) -> Path:
+    """The logical working directory ($PWD when it is really where we are), as the shims see it."""
+    env = os.environ if env is None else env
+    pwd = env.get("PWD")
+    if pwd and os.path.isabs(pwd):
+        try:
+            if os.path.samefile(pwd, "."):
+                return Path(pwd)
+        except OSError:
+            pass
+    return Path(os.getcwd())
+
+
+def find_version_file(start: Path) -> Path | None:
+    d = start
+    while True:
+        candidate = d / VERSION_FILE
+        if candidate.is_file():
+            return candidate
+        if d.parent == d:
+            return None
+        d = d.parent
+
+
+def select(cwd: Path | None = None, env=None) -> Selection:
+    """The selection in effect for `cwd` under `env`, by the precedence above."""
+    env = os.environ if env is None else env
+    value = env.get(ENV_VAR, "")
+    if value.strip(" \t"):
+        text = value.strip(" \t")
+        try:
+            return Selection(parse_spec(text), ENV_VAR)
+        except InvalidVersion:
+            raise InvalidSelection(
+                f"{ENV_VAR}: invalid version {describe(text)}; allowed are {ALLOWED}"
+            ) from None
+    found = find_version_file(cwd or current_dir(env))
+    if found:
+        spec, line = read_version_file(found)
+        return Selection(spec, str(found), line)
+    gfile = store.global_version_file()
+    if gfile.is_file():
+        spec, line = read_version_file(gfile)
+        return Selection(spec, str(gfile), line)
+    return Selection(parse_spec("system"), "default")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A selection together with the toolkit it names."""
+
+    selection: Selection
+    root: Path
+    release: str
+    origin: str  # "cudaenv" or where the toolkit was found
+
+    def to_json(self) -> dict:
+        return {
+            **self.selection.to_json(),
+            "origin": self.selection.origin,
+            "release": self.release,
+            "root": str(self.root),
+            "toolkit_origin": self.origin,
+        }
+
+
+def install_hint(spec: Spec) -> str:
+    return f"cudaenv install {spec.text}"
+
+
+def resolve(selection: Selection, env=None) -> Resolved:
+    """The toolkit a selection names, from the alias table. Raises NotInstalled."""
+    from . import aliases, discover
+
+    env = os.environ if env is None else env
+    if selection.spec.is_system:
+        dyn = discover.dynamic_system_root(env)
+        if dyn:
+            info = discover.toolkit_release(dyn[0])
+            return Resolved(selection, dyn[0], info[0] if info else "unknown", dyn[1])
+    entry = aliases.lookup(selection.spec)
+    if entry and os.path.isdir(os.path.join(entry.root, "bin")):
+        return Resolved(selection, Path(entry.root), entry.release, entry.origin)
+    if selection.spec.is_system:
+        raise NotInstalled(
+            f"no system CUDA toolkit found ({selection.origin}); "
+            f"install one with 'cudaenv install <version>' and select it with 'cudaenv local <version>'"
+        )
+    raise NotInstalled(
+        f"version '{selection.spec.text}' ({selection.origin}) is not installed; "
+        f"run: {install_hint(selection.spec)}"
+    )
+
+
+def current(cwd: Path | None = None, env=None) -> Resolved:
+    return resolve(select(cwd, env), env)

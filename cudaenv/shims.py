@@ -1,0 +1,72 @@
+"""`cudaenv rehash`: rebuild the alias table and write one shim per toolkit executable.
+
+Shims are POSIX sh rendered from the repository's shims/shim.sh with
+shims/select.sh inlined, so a shim opens no other file to decide. Every file is
+written to a temp name and renamed into place, and no lock is taken: two
+rehashes at once both finish, and nothing is left behind that could hang a
+shell (the failure mode of pyenv#2829).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from importlib import resources
+from pathlib import Path
+
+from . import aliases, discover, store
+
+
+def template(name: str) -> str:
+    return resources.files("cudaenv._shims").joinpath(name).read_text()
+
+
+def render_shim() -> str:
+    text = template("shim.sh")
+    text = text.replace("# @SELECT_LIB@\n", template("select.sh"))
+    return text.replace("@DEFAULT_ROOT@", shlex.quote(str(store.root())))
+
+
+def executables(toolkits) -> set[str]:
+    names: set[str] = set()
+    for tk in toolkits:
+        try:
+            entries = os.scandir(Path(tk.root) / "bin")
+        except OSError:
+            continue
+        for e in entries:
+            # Names become file names in shims/: keep them to what a command name can be.
+            if e.name.startswith(".") or "/" in e.name or not e.name.isprintable():
+                continue
+            try:
+                if e.is_file() and os.access(e.path, os.X_OK):
+                    names.add(e.name)
+            except OSError:
+                continue
+    return names
+
+
+def rehash() -> list[str]:
+    """Rebuild aliases and shims; returns the shim names."""
+    managed = store.managed_toolkits()
+    found = discover.discover_static()
+    aliases.write(aliases.build(managed, found))
+    names = executables(managed + found)
+    d = store.shims_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    body = render_shim()
+    for name in names:
+        path = d / name
+        try:
+            if path.read_text() == body:
+                continue
+        except OSError:
+            pass
+        store.write_atomic(path, body, mode=0o755)
+    for name in os.listdir(d):
+        if name not in names and not name.startswith("."):
+            try:
+                os.unlink(d / name)
+            except FileNotFoundError:
+                pass
+    return sorted(names)

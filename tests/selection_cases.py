@@ -1,0 +1,110 @@
+"""The one table of selection cases. Python (cudaenv.selection), the POSIX sh
+shim (shims/select.sh) and the bash, zsh and fish hooks must all agree on it.
+
+A case describes a sandbox:
+  managed   releases installed in the store ($CUDAENV_ROOT/versions/<release>)
+  system    releases of toolkits found outside cudaenv, at <tmp>/sys/cuda-<release>
+  files     version files relative to <tmp>/proj, with their exact bytes
+  global_   the bytes of $CUDAENV_ROOT/version, or None
+  env       extra environment (CUDAENV_VERSION)
+  cwd       where the command runs, relative to <tmp>/proj
+and what must happen:
+  ("ok", "managed:13.0.2")      the managed toolkit 13.0.2 is selected
+  ("ok", "system:12.8.1")       the discovered toolkit of that release
+  ("invalid", "where", line)    exit 1; stderr names `where` (a path relative to
+                                <tmp>, or CUDAENV_VERSION) and the line number
+  ("missing", "12.4")           exit 127; stderr says `cudaenv install 12.4`
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEEP = "a/b/c/d/e"  # five levels below the project root
+
+
+@dataclass
+class Case:
+    id: str
+    expect: tuple
+    managed: list = field(default_factory=list)
+    system: list = field(default_factory=list)
+    files: dict = field(default_factory=dict)
+    global_: bytes | None = None
+    env: dict = field(default_factory=dict)
+    cwd: str = DEEP
+
+
+V = ".cuda-version"
+TWO = ["12.8.1", "13.0.0", "13.0.2"]
+
+CASES = [
+    # precedence and walk-up
+    Case("nothing-anywhere", ("missing", "system")),
+    Case("default-system", ("ok", "system:12.8.1"), system=["12.8.1"]),
+    Case("system-first-is-newest", ("ok", "system:13.0.2"), system=["12.8.1", "13.0.2"]),
+    Case("global", ("ok", "managed:12.8.1"), managed=TWO, global_=b"12.8\n"),
+    Case("walk-up-five", ("ok", "managed:13.0.2"), managed=TWO, files={V: b"13.0\n"}),
+    Case("nearest-wins", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"13.0\n", "a/b/c/" + V: b"12.8.1\n"}),
+    Case("file-in-cwd", ("ok", "managed:13.0.0"), managed=TWO, files={DEEP + "/" + V: b"13.0.0\n"}),
+    Case("file-beats-global", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12\n"}, global_=b"13\n"),
+    Case("env-beats-file", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"13.0\n"},
+         env={"CUDAENV_VERSION": "12.8"}),
+    Case("env-system", ("ok", "system:12.8.1"), managed=TWO, system=["12.8.1"], files={V: b"13.0\n"},
+         env={"CUDAENV_VERSION": "system"}),
+    Case("env-blank-is-unset", ("ok", "managed:13.0.2"), managed=TWO, files={V: b"13\n"},
+         env={"CUDAENV_VERSION": "  "}),
+    # prefixes
+    Case("major-prefix", ("ok", "managed:13.0.2"), managed=TWO, files={V: b"13\n"}),
+    Case("minor-prefix-newest-patch", ("ok", "managed:13.0.2"), managed=TWO, files={V: b"13.0\n"}),
+    Case("exact", ("ok", "managed:13.0.0"), managed=TWO, files={V: b"13.0.0\n"}),
+    Case("managed-before-discovered", ("ok", "managed:12.8.1"), managed=["12.8.1"], system=["12.8.2"],
+         files={V: b"12.8\n"}),
+    Case("discovered-when-no-managed-match", ("ok", "system:12.6.0"), managed=TWO, system=["12.6.0"],
+         files={V: b"12.6\n"}),
+    Case("system-word", ("ok", "system:12.6.0"), managed=TWO, system=["12.6.0"], files={V: b"system\n"}),
+    Case("not-installed", ("missing", "12.4"), managed=TWO, files={V: b"12.4\n"}),
+    Case("not-installed-exact", ("missing", "13.0.1"), managed=TWO, files={V: b"13.0.1\n"}),
+    Case("system-none", ("missing", "system"), managed=TWO, files={V: b"system\n"}),
+    # accepted formatting
+    Case("comments-blank-lines", ("ok", "managed:13.0.2"), managed=TWO,
+         files={V: b"# pinned for flashinfer\n\n   \n  13.0   # trailing comment\n"}),
+    Case("crlf", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12.8\r\n"}),
+    Case("crlf-comments", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"# c\r\n\r\n12.8.1\r\n"}),
+    Case("tabs", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"\t12.8\t\n"}),
+    Case("no-final-newline", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12.8"}),
+    Case("only-first-value-counts", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12.8\n../evil\n"}),
+    Case("utf8-comment", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: "# für die GPU\n12.8\n".encode()}),
+    # rejected
+    Case("dotdot", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"../x\n"}),
+    Case("deep-dotdot", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"../../evil\n"}),
+    Case("absolute", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"/abs\n"}),
+    Case("prefix-then-dotdot", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13.0/../..\n"}),
+    Case("command-substitution", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"$(touch pwned)\n"}),
+    Case("backticks", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"`touch pwned`\n"}),
+    Case("nul", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13\x00.0\n"}),
+    Case("arabic-indic-digits", ("invalid", "proj/" + V, 1), managed=TWO, files={V: "١٣.٠\n".encode()}),
+    Case("fullwidth-digits", ("invalid", "proj/" + V, 1), managed=TWO, files={V: "１３\n".encode()}),
+    Case("overlong", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"1" * 300 + b"\n"}),
+    Case("overlong-comment", ("invalid", "proj/" + V, 2), managed=TWO, files={V: b"# ok\n#" + b"x" * 300 + b"\n13\n"}),
+    Case("binary-junk", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"\xff\xfe\x01\x02junk\x7f\n"}),
+    Case("leading-zero", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"013\n"}),
+    Case("four-parts", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13.0.2.1\n"}),
+    Case("trailing-dot", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13.\n"}),
+    Case("leading-dot", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b".13\n"}),
+    Case("v-prefix", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"v13.0\n"}),
+    Case("inner-space", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13 0\n"}),
+    Case("glob", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13*\n"}),
+    Case("semicolon", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13;id\n"}),
+    Case("value-on-line-3", ("invalid", "proj/" + V, 3), managed=TWO, files={V: b"# c\n\nlatest\n"}),
+    Case("empty-file", ("invalid", "proj/" + V, None), managed=TWO, files={V: b""}),
+    Case("only-comments", ("invalid", "proj/" + V, None), managed=TWO, files={V: b"# nothing\n\n"}),
+    Case("bad-global", ("invalid", "root/version", 1), managed=TWO, global_=b"../../bin\n"),
+    Case("bad-env", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "../x"}),
+    Case("bad-env-subst", ("invalid", "CUDAENV_VERSION", None), managed=TWO,
+         env={"CUDAENV_VERSION": "$(id)"}),
+    Case("bad-nearer-file-not-skipped", ("invalid", "proj/a/" + V, 1), managed=TWO,
+         files={V: b"13\n", "a/" + V: b"nope\n"}),
+]
