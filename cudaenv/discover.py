@@ -5,8 +5,10 @@ Static places (their order is the order `system` falls back through):
   Debian's /usr/lib/nvidia-cuda-toolkit, then pip's nvidia/cu13 trees in the
   current Python's site-packages.
 Dynamic places, checked first for `system` because they describe the shell
-the user is in: an active conda env ($CONDA_PREFIX), then the first nvcc on
-PATH that is not cudaenv's own.
+the user is in: an active conda env ($CONDA_PREFIX with bin/nvcc), then the
+first nvcc on PATH that is not cudaenv's own and whose parent directory holds
+include/cuda_runtime.h (so wrapper scripts like /usr/local/bin/nvcc are
+passed over).
 
 CUDAENV_SYSTEM_SEARCH (colon-separated globs; the word `pip` stands for the
 site-packages scan) replaces the static list, so tests and unusual machines
@@ -183,7 +185,10 @@ def dynamic_system_root(env=None) -> tuple[Path, str] | None:
         if not entry or _is_cudaenv_path(Path(entry), env):
             continue
         nvcc = os.path.join(entry, "nvcc")
-        if os.path.isfile(nvcc) and os.access(nvcc, os.X_OK):
+        # A toolkit's bin/, not a wrapper script such as /usr/local/bin/nvcc: the
+        # root must hold the runtime headers, or CUDA_HOME would point at /usr/local.
+        header = os.path.join(entry, os.pardir, "include", "cuda_runtime.h")
+        if os.path.isfile(nvcc) and os.access(nvcc, os.X_OK) and os.path.isfile(header):
             return Path(entry).parent, "PATH"
     return None
 

@@ -39,7 +39,7 @@ def version(as_json: bool = False) -> int:
     return 0
 
 
-def _resolve_arg(version_arg: str | None) -> selection.Resolved:
+def resolve_arg(version_arg: str | None) -> selection.Resolved:
     if version_arg is None:
         return selection.current()
     try:
@@ -51,7 +51,7 @@ def _resolve_arg(version_arg: str | None) -> selection.Resolved:
 
 def prefix(version_arg: str | None = None) -> int:
     try:
-        r = _resolve_arg(version_arg)
+        r = resolve_arg(version_arg)
     except SelectionError as e:
         return fail(str(e), e.exit_code)
     print(r.root)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,21 @@ class Sandbox:
         self.cwd = self.proj / case.cwd
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"), **case.env)
+        path_dirs = []
+        for i, (kind, rel) in enumerate(case.path):
+            p = make_toolkit(self.tmp / f"path{i}", rel)
+            if kind == "wrapper":
+                # A bin/nvcc with nothing beside it, like /usr/local/bin/nvcc wrapper scripts.
+                shutil.rmtree(p / "include")
+            else:
+                self.roots[str(p)] = f"path:{rel}"
+            path_dirs.append(str(p / "bin"))
+        if path_dirs:
+            self.env["PATH"] = ":".join(path_dirs + [self.env["PATH"]])
+        if case.conda:
+            p = make_toolkit(self.tmp / "conda", case.conda)
+            self.roots[str(p)] = f"conda:{case.conda}"
+            self.env["CONDA_PREFIX"] = str(p)
         self.env["PWD"] = str(self.cwd)
 
     def rehash(self):

@@ -33,6 +33,8 @@ class Case:
     global_: bytes | None = None
     env: dict = field(default_factory=dict)
     cwd: str = DEEP
+    path: list = field(default_factory=list)
+    conda: str | None = None
 
 
 V = ".cuda-version"
@@ -67,6 +69,16 @@ CASES = [
     Case("not-installed", ("missing", "12.4"), managed=TWO, files={V: b"12.4\n"}),
     Case("not-installed-exact", ("missing", "13.0.1"), managed=TWO, files={V: b"13.0.1\n"}),
     Case("system-none", ("missing", "system"), managed=TWO, files={V: b"system\n"}),
+    # system: conda, then PATH (real toolkits only), then discovered
+    Case("system-conda-first", ("ok", "conda:12.6.0"), system=["13.0.2"], path=[("toolkit", "12.8.1")],
+         conda="12.6.0", files={V: b"system\n"}),
+    Case("system-path-before-static", ("ok", "path:12.8.1"), system=["13.0.2"], path=[("toolkit", "12.8.1")]),
+    Case("system-path-skips-wrapper", ("ok", "path:12.8.1"), system=["13.0.2"],
+         path=[("wrapper", "12.9.1"), ("toolkit", "12.8.1")]),
+    Case("system-wrapper-only-falls-back", ("ok", "system:13.0.2"), system=["13.0.2"],
+         path=[("wrapper", "12.9.1")]),
+    Case("prefix-ignores-path-toolkit", ("missing", "12.8"), managed=["13.0.2"], path=[("toolkit", "12.8.1")],
+         files={V: b"12.8\n"}),
     # accepted formatting
     Case("comments-blank-lines", ("ok", "managed:13.0.2"), managed=TWO,
          files={V: b"# pinned for flashinfer\n\n   \n  13.0   # trailing comment\n"}),

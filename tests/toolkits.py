@@ -43,6 +43,7 @@ def make_toolkit(root: Path, release: str, *, version_json: bool = True,
     component = component_for(release)
     (root / "bin").mkdir(parents=True, exist_ok=True)
     (root / "include").mkdir(exist_ok=True)
+    (root / "include" / "cuda_runtime.h").write_text(f"/* stub cuda_runtime.h for CUDA {release} */\n")
     (root / "lib64").mkdir(exist_ok=True)
     banner = BANNER.format(short=short, component=component)
     nvcc = root / "bin" / "nvcc"

@@ -1,0 +1,240 @@
+"""Selection commands: version, versions, root, local, global, prefix, which, exec, env."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .. import environment, queries, selection, store
+from ..selection import SelectionError
+from ..versions import InvalidVersion, parse_spec
+
+
+def _exit(code: int) -> None:
+    if code:
+        sys.exit(code)
+
+
+def _fail(message: str, code: int = 1):
+    click.echo(f"cudaenv: {message}", err=True)
+    sys.exit(code)
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv version            # 13.0.2 (set by /work/proj/.cuda-version)
+  cudaenv version --json     # for scripts
+""")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def version(as_json):
+    """Show the selected toolkit and what selected it."""
+    _exit(queries.version(as_json))
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv root
+  ls "$(cudaenv root)/versions"
+""")
+def root():
+    """Print the store root ($CUDAENV_ROOT or the user data dir)."""
+    _exit(queries.root())
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv versions           # * marks the one selected here
+  cudaenv versions --bare    # release numbers only
+  cudaenv versions --json
+""")
+@click.option("--bare", is_flag=True, help="Only release numbers, one per line.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+def versions(bare, as_json):
+    """List managed and discovered toolkits, marking the current one."""
+    from .. import discover, shims
+
+    managed = store.managed_toolkits()
+    found = discover.discover()
+    # Listing is a natural moment to refresh the alias table the shims read.
+    shims.rehash()
+    try:
+        cur = selection.current()
+        cur_root = os.path.realpath(cur.root)
+    except SelectionError:
+        cur, cur_root = None, None
+    rows = []
+    for tk in managed + found:
+        is_current = cur_root is not None and os.path.realpath(tk.root) == cur_root
+        rows.append((tk, is_current))
+    if as_json:
+        click.echo(json.dumps([{**tk.to_json(), "current": c} for tk, c in rows], indent=2))
+        return
+    if bare:
+        for tk, _ in rows:
+            click.echo(tk.release)
+        return
+    if not rows:
+        click.echo("no toolkits found; install one with: cudaenv install 13.0", err=True)
+        return
+    width = max(len(tk.release) for tk, _ in rows)
+    for tk, c in rows:
+        mark = "*" if c else " "
+        where = "cudaenv" if tk.managed else f"{tk.origin}"
+        detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
+        if tk.nvcc_version:
+            detail += f", nvcc {tk.nvcc_version}"
+        click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
+    if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
+        click.echo(f"* system -> {cur.root} ({cur.origin})")
+
+
+def _validate_or_fail(value: str):
+    try:
+        return parse_spec(value.strip())
+    except InvalidVersion as e:
+        _fail(str(e))
+
+
+def _write_version_file(path: Path, value: str | None, unset: bool, force: bool, what: str):
+    if unset:
+        try:
+            path.unlink()
+            click.echo(f"removed {path}")
+        except FileNotFoundError:
+            click.echo(f"no {what} version set ({path} does not exist)")
+        return
+    if value is None:
+        try:
+            spec, _ = selection.read_version_file(path)
+        except SelectionError as e:
+            if not path.exists():
+                _fail(f"no {what} version set ({path} does not exist)", 1)
+            _fail(str(e), e.exit_code)
+        click.echo(spec.text)
+        return
+    spec = _validate_or_fail(value)
+    try:
+        resolved = selection.resolve(selection.Selection(spec, str(path)))
+    except SelectionError:
+        if not force:
+            _fail(
+                f"version '{spec.text}' is not installed; install it with 'cudaenv install {spec.text}', "
+                f"or pass --force to write {path} anyway",
+                127,
+            )
+        resolved = None
+    store.write_atomic(path, spec.text + "\n")
+    if resolved is None:
+        click.echo(f"wrote {path}: {spec.text} (not installed yet: run 'cudaenv install {spec.text}')")
+    else:
+        click.echo(f"wrote {path}: {spec.text} -> {resolved.release} at {resolved.root}")
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv local 13.0          # write ./.cuda-version (must be installed)
+  cudaenv local 12.8 --force  # write it even though 12.8 is not installed yet
+  cudaenv local               # show this directory's version file value
+  cudaenv local --unset       # remove ./.cuda-version
+""")
+@click.argument("version", required=False)
+@click.option("--unset", is_flag=True, help="Remove the .cuda-version in this directory.")
+@click.option("--force", is_flag=True, help="Write the version even if it is not installed.")
+def local(version, unset, force):
+    """Select a toolkit for this directory and below (.cuda-version)."""
+    path = selection.current_dir() / selection.VERSION_FILE
+    _write_version_file(path, version, unset, force, "local")
+
+
+@click.command("global", epilog="""\b
+Examples:
+  cudaenv global 13.0         # the default outside any project
+  cudaenv global system       # use the machine's own toolkit by default
+  cudaenv global              # show it
+  cudaenv global --unset
+""")
+@click.argument("version", required=False)
+@click.option("--unset", is_flag=True, help="Remove the global version file.")
+@click.option("--force", is_flag=True, help="Write the version even if it is not installed.")
+def global_(version, unset, force):
+    """Select the default toolkit ($CUDAENV_ROOT/version)."""
+    _write_version_file(store.global_version_file(), version, unset, force, "global")
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv prefix              # the selected toolkit's root (its CUDA_HOME)
+  cudaenv prefix 12.8         # where 12.8 lives
+""")
+@click.argument("version", required=False)
+def prefix(version):
+    """Print a toolkit's root directory."""
+    _exit(queries.prefix(version))
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv which nvcc          # /home/me/.local/share/cudaenv/versions/13.0.2/bin/nvcc
+  cudaenv which ptxas
+""")
+@click.argument("command")
+def which(command):
+    """Print the real path of a toolkit command (never the shim)."""
+    _exit(queries.which(command))
+
+
+@click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+               epilog="""\b
+Examples:
+  cudaenv exec -- nvcc --version
+  cudaenv exec -- python setup.py build_ext   # torch sees CUDA_HOME
+  CUDAENV_VERSION=12.8 cudaenv exec -- cmake -B build
+""")
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED, required=True)
+def exec_(argv):
+    """Run a command with the selected toolkit's environment."""
+    try:
+        r = selection.current()
+    except SelectionError as e:
+        _fail(str(e), e.exit_code)
+    env = environment.applied(r.root)
+    cmd = argv[0]
+    try:
+        os.execvpe(cmd, list(argv), env)
+    except FileNotFoundError:
+        _fail(f"command not found: {cmd}", 127)
+    except PermissionError:
+        _fail(f"permission denied: {cmd}", 126)
+
+
+@click.command(epilog="""\b
+Examples:
+  eval "$(cudaenv env)"                          # this shell, once
+  cudaenv env --shell fish | source
+  cudaenv env --format systemd > /etc/systemd/system/llm.service.d/cuda.conf
+  cudaenv env --format dotenv > .env             # for IDEs and EnvironmentFile=
+  cudaenv env --format json
+""")
+@click.option("--shell", "shell_", type=click.Choice(["bash", "zsh", "fish", "sh"]), default=None,
+              help="Shell syntax (default: sh syntax, fish syntax for fish).")
+@click.option("--format", "fmt", type=click.Choice(["sh", "systemd", "dotenv", "json"]), default=None,
+              help="Output format (default: sh).")
+@click.argument("version", required=False)
+def env(shell_, fmt, version):
+    """Print the environment the selected (or given) toolkit applies."""
+    try:
+        r = queries.resolve_arg(version)
+    except SelectionError as e:
+        _fail(str(e), e.exit_code)
+    if fmt is None:
+        fmt = "fish" if shell_ == "fish" else "sh"
+    variables = environment.toolkit_env(r.root)
+    if fmt in ("systemd", "dotenv", "json"):
+        # Services and IDEs have no "previous cudaenv entry" to remove.
+        variables.pop("CUDAENV_PATH_ENTRY", None)
+        variables.pop("CUDAENV_LD_ENTRY", None)
+    click.echo(environment.render(variables, fmt), nl=False)
