@@ -1,0 +1,566 @@
+"""The PyPI source: a toolkit assembled from NVIDIA's wheels (CUDA 13.0 and later).
+
+NVIDIA publishes `cuda-toolkit==X.Y.Z`, a tiny meta-package whose METADATA
+pins every component wheel per extra (`nvidia-cuda-nvcc==13.0.88.*; extra ==
+"nvcc"`). The component wheels' own dependencies are unpinned, so the
+meta-package is the only place that says which wheels make up a release: we
+download it (verified against the index's sha256), read METADATA from the zip,
+and pin each component wheel from it.
+
+13.x wheels install their files under `nvidia/cu13/`, which is laid out like a
+toolkit root (bin/nvcc, include/, lib/, nvvm/): that directory becomes the
+toolkit. 11.x and 12.x `nvidia-cuda-nvcc-cuXX` wheels ship only ptxas, crt and
+nvvm, so those releases cannot be assembled from PyPI at all.
+
+The index is pip's: CUDAENV_PYPI_URL, else PIP_INDEX_URL, else `index-url`
+from pip's config files, else https://pypi.org/simple/. It is read through the
+simple JSON API (PEP 691), falling back to the HTML one (PEP 503) for indexes
+that only speak HTML; either way each file's sha256 comes from the index.
+"""
+
+from __future__ import annotations
+
+import configparser
+import email.parser
+import hashlib
+import io
+import json
+import os
+import platform
+import re
+import sys
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit, urlunsplit, urldefrag
+
+from packaging.markers import InvalidMarker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import platform_tags
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion as InvalidPackageVersion
+from packaging.version import Version
+
+from .. import components, store
+from ..versions import Release
+from . import Artifact, Plan, SourceError, Unreachable
+
+DEFAULT_INDEX = "https://pypi.org/simple/"
+META_PACKAGE = "cuda-toolkit"
+FIRST_WITH_NVCC = Release(13, 0, 0)  # earlier nvcc wheels carry no nvcc binary
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+# Connect fast so an unreachable index fails within seconds; reads may be
+# slower (a large project page on a busy mirror).
+TIMEOUT = (5, 30)
+META_WHEEL_MAX_BYTES = 1 << 20  # the meta-package is ~3 KB; refuse anything absurd
+
+# Generic component names (components.py) whose cuda-toolkit extra is spelled differently.
+EXTRA_FOR_COMPONENT = {"profiler_api": "profiler", "nvml_dev": "nvml"}
+
+# Wheel project -> the key NVIDIA's version.json and redist manifests use, so
+# a pip-assembled tree describes itself the same way as a redist one.
+VERSION_JSON_KEY = {
+    "nvidia-cuda-nvcc": "cuda_nvcc",
+    "nvidia-cuda-runtime": "cuda_cudart",
+    "nvidia-cuda-cccl": "cuda_cccl",
+    "nvidia-cuda-crt": "cuda_crt",
+    "nvidia-cuda-nvrtc": "cuda_nvrtc",
+    "nvidia-cuda-cupti": "cuda_cupti",
+    "nvidia-cuda-cuxxfilt": "cuda_cuxxfilt",
+    "nvidia-cuda-culibos": "cuda_culibos",
+    "nvidia-cuda-opencl": "cuda_opencl",
+    "nvidia-cuda-profiler-api": "cuda_profiler_api",
+    "nvidia-cuda-sanitizer-api": "cuda_sanitizer_api",
+    "nvidia-nvml-dev": "cuda_nvml_dev",
+    "nvidia-nvtx": "cuda_nvtx",
+    "nvidia-nvvm": "libnvvm",
+    "nvidia-cublas": "libcublas",
+    "nvidia-cufft": "libcufft",
+    "nvidia-cufile": "libcufile",
+    "nvidia-curand": "libcurand",
+    "nvidia-cusolver": "libcusolver",
+    "nvidia-cusparse": "libcusparse",
+    "nvidia-npp": "libnpp",
+    "nvidia-nvfatbin": "libnvfatbin",
+    "nvidia-nvjitlink": "libnvjitlink",
+    "nvidia-nvjpeg": "libnvjpeg",
+    "nvidia-nvptxcompiler": "libnvptxcompiler",
+}
+
+_SONAME_RE = re.compile(r"(lib[A-Za-z0-9_+-]+\.so)\.(\d+)\Z")
+
+
+# -- which index --------------------------------------------------------------
+
+
+def pip_config_files() -> list[Path]:
+    """pip's config files, lowest precedence first (global, user, site, PIP_CONFIG_FILE).
+
+    Mirrors pip: PIP_CONFIG_FILE=/dev/null disables the file layer; an
+    existing PIP_CONFIG_FILE also suppresses the user files.
+    """
+    env_file = os.environ.get("PIP_CONFIG_FILE")
+    if env_file == os.devnull:
+        return []
+    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
+    files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs.split(":") if d]
+    files.append(Path("/etc/pip.conf"))
+    if not (env_file and os.path.exists(env_file)):
+        home = Path.home()
+        xdg_home = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+        files += [home / ".pip" / "pip.conf", Path(xdg_home) / "pip" / "pip.conf"]
+    files.append(Path(sys.prefix) / "pip.conf")
+    if env_file:
+        files.append(Path(env_file))
+    return files
+
+
+def pip_config_index_url() -> tuple[str, str] | None:
+    """(index-url, the file it came from) from pip's config, or None.
+
+    Like pip, a key in the `install` section beats one in `global`, and a
+    later file beats an earlier one within the same section.
+    """
+    found: dict[str, tuple[str, str]] = {}
+    for path in pip_config_files():
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError, OSError):
+            continue  # pip would complain; an unreadable config is not ours to fail on
+        for section in ("global", "install"):
+            for key in ("index-url", "index_url"):
+                if parser.has_option(section, key):
+                    found[section] = (parser.get(section, key).strip(), str(path))
+    return found.get("install") or found.get("global")
+
+
+def index_url() -> tuple[str, str]:
+    """(index URL, where it was configured). Extra indexes are deliberately
+    ignored: the toolkit wheels live on the main index, and pip's
+    extra-index-url often names local directories that exist only for pip."""
+    for var in ("CUDAENV_PYPI_URL", "PIP_INDEX_URL"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            return value, var
+    from_config = pip_config_index_url()
+    if from_config and from_config[0]:
+        return from_config
+    return DEFAULT_INDEX, "default"
+
+
+def redact(url: str) -> str:
+    """The URL without credentials, for messages."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        parts = parts._replace(netloc=f"***@{host}")
+    return urlunsplit(parts)
+
+
+# -- reading the index --------------------------------------------------------
+
+
+class _AnchorParser(HTMLParser):
+    """Collects <a href> links and their data-* attributes from a PEP 503 page."""
+
+    def __init__(self):
+        super().__init__()
+        self.anchors: list[dict] = []
+        self._current: dict | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._current = {k: (v or "") for k, v in attrs}
+            self._current["_text"] = ""
+
+    def handle_data(self, data):
+        if self._current is not None:
+            self._current["_text"] += data
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._current is not None:
+            self.anchors.append(self._current)
+            self._current = None
+
+
+def _files_from_html(text: str, base: str) -> list[dict]:
+    parser = _AnchorParser()
+    parser.feed(text)
+    files = []
+    for a in parser.anchors:
+        href = a.get("href", "")
+        if not href:
+            continue
+        url, fragment = urldefrag(urljoin(base, href))
+        hashes = {}
+        if "=" in fragment:
+            algo, _, value = fragment.partition("=")
+            hashes[algo] = value
+        filename = a["_text"].strip() or url.rsplit("/", 1)[-1]
+        files.append(
+            {
+                "filename": filename,
+                "url": url,
+                "hashes": hashes,
+                "yanked": "data-yanked" in a,
+                "size": None,
+            }
+        )
+    return files
+
+
+def platform_name() -> str:
+    machine = platform.machine().lower()
+    return {"amd64": "linux-x86_64", "arm64": "linux-aarch64"}.get(machine, f"linux-{machine}")
+
+
+def _targets_dir_name() -> str:
+    machine = platform.machine().lower()
+    return "sbsa-linux" if machine in ("aarch64", "arm64") else f"{machine}-linux"
+
+
+class PypiSource:
+    """NVIDIA's CUDA wheels on pip's index as an install source."""
+
+    name = "pypi"
+
+    def __init__(self, index: str | None = None, session=None, timeout=TIMEOUT):
+        if index is None:
+            index, self.index_origin = index_url()
+        else:
+            self.index_origin = "argument"
+        self.index = index if index.endswith("/") else index + "/"
+        self.timeout = timeout
+        self._session = session
+        self._pages: dict[str, list[dict]] = {}
+        self._meta: dict[str, dict[str, list[Requirement]]] = {}
+        self._compatible_platforms: set[str] | None = None
+        scheme = urlsplit(self.index).scheme
+        if scheme not in ("http", "https"):
+            raise SourceError(
+                f"PyPI index {redact(self.index)} (from {self.index_origin}) is not http(s): "
+                "set CUDAENV_PYPI_URL to an http(s) simple index"
+            )
+
+    # -- HTTP -------------------------------------------------------------
+
+    @property
+    def session(self):
+        if self._session is None:
+            import requests  # lazy: the CLI's fast commands never import it
+
+            self._session = requests.Session()
+            self._session.headers["User-Agent"] = "cudaenv"
+        return self._session
+
+    def _get(self, url: str, accept: str | None = None, stream: bool = False):
+        import requests
+
+        headers = {"Accept": accept} if accept else {}
+        try:
+            resp = self.session.get(url, headers=headers, timeout=self.timeout, stream=stream)
+        except (requests.ConnectionError, requests.Timeout) as e:
+            raise Unreachable(
+                f"PyPI index {redact(self.index)} is unreachable ({type(e).__name__}); "
+                "check the network or set CUDAENV_PYPI_URL"
+            ) from None
+        except requests.RequestException as e:
+            raise SourceError(f"cannot read {redact(url)}: {type(e).__name__}") from None
+        if resp.status_code >= 500:
+            raise Unreachable(f"PyPI index {redact(self.index)} answered HTTP {resp.status_code}")
+        return resp
+
+    def project_files(self, project: str) -> list[dict]:
+        """The index's files for `project`: dicts with filename, url, hashes, size, yanked."""
+        name = canonicalize_name(project)  # validated by packaging's grammar before it becomes a URL
+        if name in self._pages:
+            return self._pages[name]
+        url = urljoin(self.index, name + "/")
+        resp = self._get(url, accept=f"{JSON_ACCEPT}, text/html;q=0.1")
+        if resp.status_code == 404:
+            raise SourceError(f"{name} is not on the PyPI index {redact(self.index)}")
+        if resp.status_code != 200:
+            raise SourceError(f"{redact(url)} answered HTTP {resp.status_code}")
+        ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype == JSON_ACCEPT or ctype.endswith("+json") or ctype == "application/json":
+            try:
+                data = resp.json()
+                files = [
+                    {
+                        "filename": f["filename"],
+                        "url": urljoin(resp.url, f["url"]),
+                        "hashes": f.get("hashes") or {},
+                        "size": f.get("size"),
+                        "yanked": bool(f.get("yanked")),
+                    }
+                    for f in data["files"]
+                ]
+            except (ValueError, KeyError, TypeError):
+                raise SourceError(f"{redact(url)} is not a valid PEP 691 project page") from None
+        else:
+            files = _files_from_html(resp.text, resp.url)
+        self._pages[name] = files
+        return files
+
+    # -- wheels -----------------------------------------------------------
+
+    def _platform_ok(self, tags) -> bool:
+        if self._compatible_platforms is None:
+            self._compatible_platforms = set(platform_tags()) | {"any"}
+        for tag in tags:
+            if tag.abi == "none" and tag.interpreter.startswith(("py3", "py2")) and tag.platform in self._compatible_platforms:
+                return True
+        return False
+
+    def _wheels(self, project: str):
+        """(Version, file dict) for each installable wheel of `project` on this machine."""
+        want = canonicalize_name(project)
+        for f in self.project_files(project):
+            if f["yanked"] or not f["filename"].endswith(".whl"):
+                continue
+            try:
+                name, version, _build, tags = parse_wheel_filename(f["filename"])
+            except (InvalidWheelFilename, InvalidPackageVersion):
+                continue
+            if name == want and self._platform_ok(tags):
+                yield version, f
+
+    def _artifact(self, project: str, version: Version, f: dict, subdir: str) -> Artifact:
+        sha = (f["hashes"] or {}).get("sha256", "")
+        if not re.fullmatch(r"[0-9a-f]{64}", sha.lower()):
+            # Nothing is installed unverified: an index without sha256 cannot be used.
+            raise SourceError(f"the index gives no sha256 for {f['filename']}; refusing to install it unverified")
+        return Artifact(
+            component=canonicalize_name(project),
+            version=str(version),
+            url=f["url"],
+            sha256=sha.lower(),
+            size=f.get("size"),
+            filename=f["filename"],
+            kind="whl",
+            subdir=subdir,
+        )
+
+    def pin(self, req: Requirement, subdir: str) -> Artifact:
+        """The newest wheel of `req` that the specifier allows and this machine can use."""
+        matches = [(v, f) for v, f in self._wheels(req.name) if req.specifier.contains(v, prereleases=True)]
+        if not matches:
+            raise SourceError(
+                f"no {platform_name()} wheel of {req.name}{req.specifier} on {redact(self.index)}"
+            )
+        version, f = max(matches, key=lambda m: m[0])
+        return self._artifact(req.name, version, f, subdir)
+
+    # -- releases and the meta-package ------------------------------------
+
+    def _meta_wheels(self) -> dict[Release, tuple[Version, dict]]:
+        """Final cuda-toolkit releases on the index (pre-releases and odd versions skipped)."""
+        out: dict[Release, tuple[Version, dict]] = {}
+        for f in self.project_files(META_PACKAGE):
+            if f["yanked"] or not f["filename"].endswith(".whl"):
+                continue
+            try:
+                _name, version, _build, _tags = parse_wheel_filename(f["filename"])
+            except (InvalidWheelFilename, InvalidPackageVersion):
+                continue
+            if version.is_prerelease or version.is_devrelease or version.local or version.epoch:
+                continue
+            rel = version.release
+            # 13.4.1.0 was published once for 13.4.1; anything else with four parts is not a release.
+            if len(rel) == 4 and rel[3] == 0:
+                rel = rel[:3]
+            if len(rel) != 3 or rel[0] == 0:
+                continue
+            out[Release(*rel)] = (version, f)
+        return out
+
+    def all_releases(self) -> list[str]:
+        """Every cuda-toolkit release on the index, oldest first, installable or not."""
+        return [str(r) for r in sorted(self._meta_wheels())]
+
+    def releases(self) -> list[str]:
+        """Releases this source can install (13.0 and later), oldest first."""
+        return [str(r) for r in sorted(self._meta_wheels()) if r >= FIRST_WITH_NVCC]
+
+    def meta_requirements(self, release: Release) -> dict[str, list[Requirement]]:
+        """extra -> pinned requirements, read from cuda-toolkit==release's METADATA."""
+        key = str(release)
+        if key in self._meta:
+            return self._meta[key]
+        wheels = self._meta_wheels()
+        if release not in wheels:
+            near = [str(r) for r in sorted(wheels) if r >= FIRST_WITH_NVCC and r.major == release.major]
+            hint = f"; available: {', '.join(near)}" if near else ""
+            raise SourceError(f"{META_PACKAGE} {release} is not on {redact(self.index)}{hint}")
+        _version, f = wheels[release]
+        blob = self._download_small(f)
+        self._meta[key] = parse_meta_wheel(blob, f["filename"])
+        return self._meta[key]
+
+    def _download_small(self, f: dict) -> bytes:
+        sha = (f["hashes"] or {}).get("sha256", "").lower()
+        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise SourceError(f"the index gives no sha256 for {f['filename']}; refusing to read it unverified")
+        resp = self._get(f["url"], stream=True)
+        if resp.status_code != 200:
+            raise SourceError(f"{redact(f['url'])} answered HTTP {resp.status_code}")
+        buf = bytearray()
+        try:
+            for chunk in resp.iter_content(65536):
+                buf += chunk
+                if len(buf) > META_WHEEL_MAX_BYTES:
+                    raise SourceError(f"{f['filename']} is larger than {META_WHEEL_MAX_BYTES} bytes; not a meta-package")
+        except OSError as e:  # requests wraps socket errors as ConnectionError, an OSError
+            raise Unreachable(f"download of {f['filename']} failed: {type(e).__name__}") from None
+        got = hashlib.sha256(buf).hexdigest()
+        if got != sha:
+            raise SourceError(f"sha256 mismatch for {f['filename']}: expected {sha}, got {got}")
+        return bytes(buf)
+
+    # -- the plan ---------------------------------------------------------
+
+    def plan(self, release, profile: str, extra: set[str] | frozenset = frozenset()) -> Plan:
+        rel = release if isinstance(release, Release) else Release.parse(str(release))
+        if rel < FIRST_WITH_NVCC:
+            raise SourceError(
+                f"CUDA {rel} cannot be installed from PyPI: its nvidia-cuda-nvcc-cu{rel.major} wheel ships "
+                "only ptxas, crt and nvvm, no nvcc; use --source redist or --source apt"
+            )
+        try:
+            wanted = components.profile_components(profile)
+        except ValueError as e:
+            raise SourceError(str(e)) from None
+        by_extra = self.meta_requirements(rel)
+        offered = sorted(e for e in by_extra if e != "all")
+        plan = Plan(source=self.name, release=str(rel), platform=platform_name(), profile=profile)
+
+        chosen: dict[str, Requirement] = {}  # canonical project -> requirement
+        if profile == "full":
+            # Every wheel the meta-package names, including ones the generic vocabulary lacks.
+            for ex in offered:
+                for req in by_extra[ex]:
+                    chosen.setdefault(canonicalize_name(req.name), req)
+        else:
+            for comp in wanted:
+                ex = EXTRA_FOR_COMPONENT.get(comp, comp)
+                if ex not in by_extra:
+                    if comp in components.MINIMAL:
+                        raise SourceError(
+                            f"{META_PACKAGE} {rel} has no '{ex}' extra, which a toolkit needs; "
+                            "use --source redist or --source apt"
+                        )
+                    plan.notes.append(f"{comp}: not published as a wheel for {rel}")
+                    continue
+                for req in by_extra[ex]:
+                    chosen.setdefault(canonicalize_name(req.name), req)
+        for item in sorted(extra):
+            for req in self._requirements_for(item, by_extra, rel, offered):
+                chosen.setdefault(canonicalize_name(req.name), req)
+
+        subdir = f"nvidia/cu{rel.major}"
+        for name in sorted(chosen):
+            plan.artifacts.append(self.pin(chosen[name], subdir))
+        plan.notes.append(f"pinned by {META_PACKAGE} {rel} from {redact(self.index)}")
+        return plan
+
+    def _requirements_for(self, item: str, by_extra, rel: Release, offered) -> list[Requirement]:
+        """Requirements for a `--with` name: a generic component, an extra, or a wheel name."""
+        ex = EXTRA_FOR_COMPONENT.get(item, item)
+        if ex in by_extra and ex != "all":
+            return by_extra[ex]
+        want = canonicalize_name(item)
+        for reqs in by_extra.values():
+            for req in reqs:
+                if canonicalize_name(req.name) == want:
+                    return [req]
+        raise SourceError(
+            f"component {item!r} is not offered by {META_PACKAGE} {rel}: allowed are {', '.join(offered)} "
+            "or their nvidia-* wheel names"
+        )
+
+    # -- after extraction -------------------------------------------------
+
+    def finalize(self, staging_root: Path, plan: Plan) -> None:
+        """Make the merged nvidia/cuXX tree a complete CUDA_HOME."""
+        root = Path(staging_root)
+        lib = root / "lib"
+        # 13.0/13.1 nvcc.profile links executables from lib64/.
+        if lib.is_dir() and not os.path.lexists(root / "lib64"):
+            os.symlink("lib", root / "lib64")
+        # Wheels ship only runtime sonames (libcudart.so.13); `-cudart shared`,
+        # `-lcublas` and torch's `-lcudart` need the unversioned dev name.
+        if lib.is_dir():
+            add_dev_symlinks(lib)
+        # CMake's FindCUDAToolkit and some Makefiles look under targets/<arch>-linux.
+        targets = root / "targets" / _targets_dir_name()
+        if not os.path.lexists(root / "targets"):
+            targets.mkdir(parents=True)
+            for sub in ("include", "lib"):
+                if (root / sub).is_dir():
+                    os.symlink(f"../../{sub}", targets / sub)
+        store.write_atomic(root / "version.json", json.dumps(version_json(plan), indent=2, sort_keys=True) + "\n")
+
+
+def add_dev_symlinks(lib: Path) -> list[str]:
+    """libX.so -> libX.so.N for every soname without its dev name (highest N wins)."""
+    best: dict[str, tuple[int, str]] = {}
+    for entry in os.scandir(lib):
+        m = _SONAME_RE.match(entry.name)
+        if m:
+            n = int(m.group(2))
+            if m.group(1) not in best or n > best[m.group(1)][0]:
+                best[m.group(1)] = (n, entry.name)
+    made = []
+    for dev, (_n, target) in sorted(best.items()):
+        if not os.path.lexists(lib / dev):
+            os.symlink(target, lib / dev)
+            made.append(dev)
+    return made
+
+
+def version_json(plan: Plan) -> dict:
+    """NVIDIA's version.json shape: the release plus each component's version."""
+    data = {"cuda": {"name": "CUDA SDK", "version": plan.release}}
+    for a in plan.artifacts:
+        key = VERSION_JSON_KEY.get(a.component, a.component.replace("-", "_"))
+        data[key] = {"name": a.component, "version": a.version}
+    return data
+
+
+def parse_meta_wheel(blob: bytes, filename: str) -> dict[str, list[Requirement]]:
+    """extra -> requirements that apply on Linux, from a cuda-toolkit wheel's METADATA."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+            names = [n for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+            if len(names) != 1:
+                raise SourceError(f"{filename} has no single .dist-info/METADATA")
+            info = zf.getinfo(names[0])
+            if info.file_size > META_WHEEL_MAX_BYTES:
+                raise SourceError(f"{filename}: METADATA is implausibly large")
+            text = zf.read(info).decode("utf-8")
+    except (zipfile.BadZipFile, UnicodeDecodeError, KeyError):
+        raise SourceError(f"{filename} is not a readable wheel") from None
+    msg = email.parser.Parser().parsestr(text, headersonly=True)
+    extras = [canonicalize_name(e) for e in msg.get_all("Provides-Extra") or []]
+    out: dict[str, list[Requirement]] = {e: [] for e in extras}
+    env = {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix"}
+    for line in msg.get_all("Requires-Dist") or []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            raise SourceError(f"{filename}: unreadable Requires-Dist {line[:60]!r}") from None
+        if req.marker is None:
+            continue  # unconditional requirements are not components of an extra
+        for ex in extras:
+            try:
+                if req.marker.evaluate({**env, "extra": ex}):
+                    out[ex].append(req)
+            except InvalidMarker:
+                continue
+    return {e: reqs for e, reqs in out.items() if reqs}
+
+
+SOURCE = PypiSource
