@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Regenerate or check cudaenv's compatibility data from real artifacts.
+
+    gen_data.py nvcc-releases [--check] [--redist DIR]
+        nvcc component version -> CUDA release, from NVIDIA redist manifests
+        (redistrib_X.Y.Z.json) and from PyPI's cuda-toolkit meta-package, whose
+        METADATA pins `nvidia-cuda-nvcc[-cuXX]==<component>.*`.
+    gen_data.py archs [--check] [--release 12.8 ...] [--local /usr/local/cuda-13.0 ...]
+        the GPU targets each release's ptxas accepts, read from the binaries of
+        NVIDIA's nvidia-cuda-nvcc wheels (`ptxas --help`; 13.x also
+        `nvcc --list-gpu-code`), or from toolkits already on this machine.
+
+With --check nothing is written: differences are printed and the exit code is 1.
+Examples:
+    python scripts/gen_data.py archs --check --release 12.8 --release 13.0
+    python scripts/gen_data.py archs --check --local /usr/local/cuda-13.0
+    python scripts/gen_data.py nvcc-releases --redist /work/shared/reference/cuda/redist
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "cudaenv" / "data"
+PYPI_JSON = "https://pypi.org/pypi/{name}/json"
+_RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
+_PIN_RE = re.compile(r"^Requires-Dist:\s*nvidia-cuda-nvcc(?:-cu\d+)?\s*==\s*([0-9.]+?)(?:\.\*)?\s*(?:;|$)", re.M)
+
+
+def load(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+def save(name: str, data: dict) -> None:
+    path = DATA / name
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return r.read()
+
+
+# --- nvcc component -> release ------------------------------------------------------------
+
+def from_redist(directory: Path) -> dict[str, str]:
+    table = {}
+    for path in sorted(directory.glob("redistrib_*.json")):
+        # 11.8.0's manifest has no release_label: the file name says the release.
+        release = path.stem.split("_", 1)[1]
+        if not _RELEASE_RE.match(release):
+            continue
+        component = (json.loads(path.read_text()).get("cuda_nvcc") or {}).get("version")
+        if component:
+            table[component] = release
+    return table
+
+
+def _key(version: str) -> list[int]:
+    return [int(p) for p in version.split(".")]
+
+
+def from_pypi_toolkit() -> dict[str, list[str]]:
+    """component -> every cuda-toolkit X.Y.Z whose METADATA pins that nvcc component."""
+    index_url = PYPI_JSON.format(name="cuda-toolkit")
+    meta = json.loads(fetch(index_url))
+    table: dict[str, list[str]] = {}
+    for release, files in sorted(meta["releases"].items(), key=lambda kv: kv[0]):
+        # Pre-releases (13.4.0rc1) and the 0.0.0a0 placeholder name no CUDA release.
+        if not _RELEASE_RE.match(release) or release.startswith("0."):
+            continue
+        wheel = next((f for f in files if f["filename"].endswith(".whl")), None)
+        if wheel is None:
+            continue
+        # Mirrors may answer with URLs relative to the JSON document.
+        blob = fetch(urllib.parse.urljoin(index_url, wheel["url"]))
+        if hashlib.sha256(blob).hexdigest() != wheel["digests"]["sha256"]:
+            raise SystemExit(f"checksum mismatch for {wheel['filename']}")
+        with zipfile.ZipFile(io.BytesIO(blob)) as z:
+            name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+            m = _PIN_RE.search(z.read(name).decode())
+        if m:
+            table.setdefault(m.group(1), []).append(release)
+    return table
+
+
+def pick_release(releases: list[str], known: set[str]) -> str:
+    """PyPI re-spins the meta-package (12.8.2, 13.0.3) without a new nvcc; name the
+    component by the newest release NVIDIA published (drivers.json lists those)."""
+    published = [r for r in releases if r in known]
+    return max(published or releases, key=_key)
+
+
+def nvcc_releases(args) -> int:
+    table = {}
+    if args.redist:
+        table.update(from_redist(Path(args.redist)))
+    known = set(load("drivers.json")["toolkit_min_driver"])
+    for comp, releases in from_pypi_toolkit().items():
+        table.setdefault(comp, pick_release(releases, known))
+    data = {
+        "_sources": {
+            "redist": "cuda_nvcc.version in NVIDIA's redistrib_X.Y.Z.json manifests (these win)",
+            "pypi": "the nvidia-cuda-nvcc[-cuXX]==<component>.* pin in METADATA of PyPI's cuda-toolkit==X.Y.Z "
+                    "wheels; a component pinned by several releases is named by the newest one NVIDIA published",
+            "generated_by": "scripts/gen_data.py nvcc-releases --redist <dir of redistrib_*.json>",
+        },
+        "nvcc_to_release": dict(sorted(table.items(), key=lambda kv: _key(kv[0]))),
+    }
+    return write_or_check("nvcc_releases.json", data, args.check, key="nvcc_to_release")
+
+
+# --- arch support from binaries -------------------------------------------------------------
+
+def ptxas_targets(ptxas: Path) -> list[str]:
+    """The real GPU targets (sm_*) in ptxas --help's --gpu-name allowed values."""
+    out = subprocess.run([str(ptxas), "--help"], capture_output=True, text=True, timeout=60).stdout
+    section = out.split("--gpu-name", 1)[1].split("\n--", 1)[0]
+    allowed = section.split("Allowed values for this option:", 1)[1]
+    names = re.findall(r"'(sm_\d+[af]?)'", allowed)
+    return sort_sm(set(names))
+
+
+def nvcc_codes(nvcc: Path) -> list[str]:
+    out = subprocess.run([str(nvcc), "--list-gpu-code"], capture_output=True, text=True, timeout=60).stdout
+    return sort_sm(set(out.split()))
+
+
+def sort_sm(names) -> list[str]:
+    def key(s):
+        m = re.match(r"sm_(\d+)([af]?)", s)
+        return (int(m.group(1)), m.group(2))
+    return sorted(names, key=key)
+
+
+def wheel_for(release: str) -> tuple[str, str]:
+    """(distribution, component version) of the nvcc wheel for a release minor such as 12.8."""
+    table = load("nvcc_releases.json")["nvcc_to_release"]
+    major = release.split(".")[0]
+    comps = [c for c, r in table.items() if ".".join(r.split(".")[:2]) == release]
+    if not comps:
+        raise SystemExit(f"no known nvcc component for release {release}; run nvcc-releases first")
+    comp = max(comps, key=_key)
+    dist = "nvidia-cuda-nvcc" if int(major) >= 13 else f"nvidia-cuda-nvcc-cu{major}"
+    return dist, comp
+
+
+def read_wheel_binaries(release: str, tmp: Path) -> dict[str, list[str]]:
+    dist, comp = wheel_for(release)
+    dest = tmp / release
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                    "--quiet", "-d", str(dest), f"{dist}=={comp}"], check=True)
+    whl = next(dest.glob("*.whl"))
+    found = {}
+    with zipfile.ZipFile(whl) as z:
+        for member in z.namelist():
+            # Only the two binaries are written out, to fixed names: no path from the archive is used.
+            base = member.rsplit("/", 1)[-1]
+            if member.endswith(("/bin/ptxas", "/bin/nvcc")) and base in ("ptxas", "nvcc"):
+                out = dest / base
+                out.write_bytes(z.read(member))
+                out.chmod(0o755)
+                found[base] = out
+    result = {"ptxas": ptxas_targets(found["ptxas"]), "source": f"{dist}=={comp}"}
+    if "nvcc" in found:
+        result["nvcc"] = nvcc_codes(found["nvcc"])
+    return result
+
+
+def local_release(root: Path) -> str:
+    try:
+        ver = json.loads((root / "version.json").read_text())["cuda"]["version"]
+    except (OSError, ValueError, KeyError):
+        out = subprocess.run([str(root / "bin" / "nvcc"), "--version"], capture_output=True, text=True).stdout
+        ver = re.search(r"release (\d+\.\d+)", out).group(1)
+    return ".".join(ver.split(".")[:2])
+
+
+def compare(release: str, read: dict, table: dict) -> list[str]:
+    problems = []
+    have = table.get(release, {}).get("sm")
+    if have is None:
+        return [f"{release}: not in arch_support.json"]
+    if read["ptxas"] != have:
+        problems.append(f"{release}: ptxas ({read['source']}) accepts {read['ptxas']}, data says {have}")
+    if "nvcc" in read:
+        plain = sort_sm(s for s in have if not s.endswith(("a", "f")))
+        if read["nvcc"] != plain:
+            problems.append(f"{release}: nvcc --list-gpu-code gives {read['nvcc']}, data says {plain}")
+    return problems
+
+
+def archs(args) -> int:
+    data = load("arch_support.json")
+    table = data["releases"]
+    reads: dict[str, dict] = {}
+    for root in args.local or []:
+        root = Path(root)
+        rel = local_release(root)
+        read = {"ptxas": ptxas_targets(root / "bin" / "ptxas"), "source": str(root)}
+        if os.access(root / "bin" / "nvcc", os.X_OK):
+            read["nvcc"] = nvcc_codes(root / "bin" / "nvcc")
+        reads[rel] = read
+    if args.release:
+        with tempfile.TemporaryDirectory(prefix="cudaenv-gen-") as tmp:
+            for rel in args.release:
+                reads[rel] = read_wheel_binaries(rel, Path(tmp))
+    problems = []
+    for rel, read in sorted(reads.items()):
+        problems += compare(rel, read, table)
+        print(f"{rel}: {len(read['ptxas'])} targets from {read['source']}")
+    if args.check:
+        for p in problems:
+            print("MISMATCH", p)
+        return 1 if problems else 0
+    for rel, read in reads.items():
+        table[rel] = {"sm": read["ptxas"], "verified": True,
+                      "source": f"ptxas --help (--gpu-name allowed values) from {read['source']}"}
+    save("arch_support.json", data)
+    return 0
+
+
+def write_or_check(name: str, data: dict, check: bool, key: str) -> int:
+    if not check:
+        save(name, data)
+        print(f"wrote {DATA / name} ({len(data[key])} entries)")
+        return 0
+    have = load(name)[key]
+    # Check that what the artifacts say is in the data; the data may hold more (older manifests).
+    diff = {k: v for k, v in data[key].items() if have.get(k) != v}
+    for k, v in diff.items():
+        print(f"MISMATCH {name}: {k} -> {v}, data says {have.get(k)}")
+    return 1 if diff else 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="what", required=True)
+    n = sub.add_parser("nvcc-releases")
+    n.add_argument("--check", action="store_true")
+    n.add_argument("--redist", help="directory of redistrib_X.Y.Z.json manifests")
+    a = sub.add_parser("archs")
+    a.add_argument("--check", action="store_true")
+    a.add_argument("--release", action="append", help="release minor such as 12.8 (downloads its nvcc wheel)")
+    a.add_argument("--local", action="append", help="a toolkit root on this machine")
+    args = p.parse_args(argv)
+    return nvcc_releases(args) if args.what == "nvcc-releases" else archs(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
