@@ -15,18 +15,24 @@ no managed one claims. `system` names the first static toolkit outside cudaenv
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import store
 from .versions import InvalidVersion, Release, Spec, parse_spec
 
 
-@dataclass(frozen=True)
 class Entry:
-    root: str
-    release: str
-    origin: str
+    __slots__ = ("root", "release", "origin")
+
+    def __init__(self, root: str, release: str, origin: str):
+        self.root, self.release, self.origin = root, release, origin
+
+    def __eq__(self, other):
+        return isinstance(other, Entry) and (self.root, self.release, self.origin) == (
+            other.root, other.release, other.origin)
+
+    def __repr__(self):
+        return f"Entry({self.root!r}, {self.release!r}, {self.origin!r})"
 
 
 def _prefixes(release: str) -> list[str]:

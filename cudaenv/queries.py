@@ -6,7 +6,6 @@ Each prints its answer and returns an exit code: 0 ok, 1 invalid input,
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -33,6 +32,8 @@ def version(as_json: bool = False) -> int:
     except SelectionError as e:
         return fail(str(e), e.exit_code)
     if as_json:
+        import json
+
         print(json.dumps(r.to_json(), indent=2))
     else:
         print(describe_resolved(r))

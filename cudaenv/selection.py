@@ -14,7 +14,6 @@ POSIX sh; tests/selection_cases.py is the table both must pass.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import store
@@ -40,11 +39,17 @@ class NotInstalled(SelectionError):
     exit_code = EXIT_NOT_INSTALLED
 
 
-@dataclass(frozen=True)
 class Selection:
-    spec: Spec
-    source: str  # "CUDAENV_VERSION", a version file's path, or "default"
-    line: int | None = None
+    # A plain class, not a dataclass: this is on `cudaenv which`'s start-up path.
+    __slots__ = ("spec", "source", "line")
+
+    def __init__(self, spec: Spec, source: str, line: int | None = None):
+        self.spec = spec
+        self.source = source  # "CUDAENV_VERSION", a version file's path, or "default"
+        self.line = line
+
+    def __repr__(self):
+        return f"Selection({self.spec.text!r}, {self.source!r}, {self.line})"
 
     @property
     def origin(self) -> str:
@@ -141,14 +146,19 @@ def select(cwd: Path | None = None, env=None) -> Selection:
     return Selection(parse_spec("system"), "default")
 
 
-@dataclass(frozen=True)
 class Resolved:
     """A selection together with the toolkit it names."""
 
-    selection: Selection
-    root: Path
-    release: str
-    origin: str  # "cudaenv" or where the toolkit was found
+    __slots__ = ("selection", "root", "release", "origin")
+
+    def __init__(self, selection: Selection, root: Path, release: str, origin: str):
+        self.selection = selection
+        self.root = root
+        self.release = release
+        self.origin = origin  # "cudaenv" or where the toolkit was found
+
+    def __repr__(self):
+        return f"Resolved({self.selection!r}, {str(self.root)!r}, {self.release!r}, {self.origin!r})"
 
     def to_json(self) -> dict:
         return {
@@ -166,10 +176,12 @@ def install_hint(spec: Spec) -> str:
 
 def resolve(selection: Selection, env=None) -> Resolved:
     """The toolkit a selection names, from the alias table. Raises NotInstalled."""
-    from . import aliases, discover
+    from . import aliases
 
     env = os.environ if env is None else env
     if selection.spec.is_system:
+        from . import discover
+
         dyn = discover.dynamic_system_root(env)
         if dyn:
             info = discover.toolkit_release(dyn[0])

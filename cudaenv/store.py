@@ -17,10 +17,8 @@ Only validated releases are ever joined into paths here.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
-from dataclasses import dataclass, field
+import sys
 from pathlib import Path
 
 from .versions import InvalidVersion, Release
@@ -33,7 +31,13 @@ def root() -> Path:
     env = os.environ.get("CUDAENV_ROOT")
     if env:
         return Path(env).expanduser().absolute()
-    import platformdirs  # lazy: only needed when CUDAENV_ROOT is unset
+    if sys.platform.startswith("linux"):
+        # platformdirs' Linux rule, inlined: importing platformdirs costs more
+        # than the rest of `cudaenv which` together.
+        xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+        base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.local/share")
+        return Path(base) / APP
+    import platformdirs
 
     return Path(platformdirs.user_data_dir(APP))
 
@@ -78,32 +82,19 @@ def version_path(release: Release) -> Path:
     return versions_dir() / str(release)
 
 
-@dataclass
-class Toolkit:
-    """A toolkit on disk, managed by cudaenv or discovered elsewhere."""
+def __getattr__(name):
+    # Toolkit is a dataclass; importing dataclasses costs ~5 ms, which
+    # `cudaenv which` (budgeted start-up) never needs.
+    if name == "Toolkit":
+        from .toolkit import Toolkit
 
-    release: str  # "13.0.2", or "13.0" when only nvcc's major.minor is known
-    root: Path
-    origin: str  # "cudaenv", or where it was found: "/usr/local/cuda-12.8", "conda", "pip", ...
-    managed: bool = False
-    nvcc_version: str | None = None  # nvcc's component version, e.g. 13.0.88
-    receipt: dict = field(default_factory=dict)
-
-    @property
-    def release_key(self) -> Release:
-        return Release.parse(self.release)
-
-    def to_json(self) -> dict:
-        return {
-            "release": self.release,
-            "root": str(self.root),
-            "origin": self.origin,
-            "managed": self.managed,
-            "nvcc_version": self.nvcc_version,
-        }
+        return Toolkit
+    raise AttributeError(name)
 
 
 def read_receipt(path: Path) -> dict:
+    import json
+
     try:
         return json.loads((path / RECEIPT_NAME).read_text())
     except (OSError, ValueError):
@@ -112,6 +103,8 @@ def read_receipt(path: Path) -> dict:
 
 def managed_toolkits() -> list[Toolkit]:
     """Managed toolkits, newest first. Directories with invalid names are ignored."""
+    from .toolkit import Toolkit
+
     found = []
     try:
         entries = list(os.scandir(versions_dir()))
@@ -143,6 +136,8 @@ def managed_toolkits() -> list[Toolkit]:
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write `text` to `path` through a temp file and rename: readers never see half a file."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -159,4 +154,6 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
 
 
 def write_receipt(toolkit_dir: Path, receipt: dict) -> None:
+    import json
+
     write_atomic(toolkit_dir / RECEIPT_NAME, json.dumps(receipt, indent=2, sort_keys=True) + "\n")

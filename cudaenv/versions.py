@@ -9,14 +9,12 @@ shims/hook.fish; tests/selection_cases.py holds the table all three must pass.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from functools import total_ordering
 
-# ASCII digits only: `\d` would accept Arabic-Indic and other Unicode digits.
-# No leading zeros: `013` would name no alias in the shims' table, so it must
-# not be accepted here either.
-_NUM = r"(?:0|[1-9][0-9]{0,3})"
-_SPEC_RE = re.compile(rf"{_NUM}(?:\.{_NUM}){{0,2}}\Z", re.ASCII)
+# Plain classes and no regexes: this module is on the start-up path of
+# `cudaenv which`, whose time is budgeted (docs/performance.md). Digits are an
+# explicit ASCII set: str.isdigit() would accept Arabic-Indic digits.
+_DIGITS = frozenset("0123456789")
 MAX_SPEC_LEN = 14  # "9999.9999.9999"
 ALLOWED = "MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH (ASCII digits, e.g. 13, 13.0, 13.0.2) or 'system'"
 
@@ -25,13 +23,29 @@ class InvalidVersion(ValueError):
     """A version string that is not a valid spec; the message is one line."""
 
 
-@dataclass(frozen=True, order=True)
+@total_ordering
 class Release:
     """A full CUDA release such as 13.0.2 (never nvcc's component version)."""
 
-    major: int
-    minor: int = 0
-    patch: int = 0
+    __slots__ = ("major", "minor", "patch")
+
+    def __init__(self, major: int, minor: int = 0, patch: int = 0):
+        self.major, self.minor, self.patch = major, minor, patch
+
+    def _key(self):
+        return (self.major, self.minor, self.patch)
+
+    def __eq__(self, other):
+        return isinstance(other, Release) and self._key() == other._key()
+
+    def __lt__(self, other):
+        return self._key() < other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"Release({self})"
 
     @classmethod
     def parse(cls, text: str) -> "Release":
@@ -49,12 +63,22 @@ class Release:
         return f"{self.major}.{self.minor}"
 
 
-@dataclass(frozen=True)
 class Spec:
     """A validated version spec: `system` or a numeric prefix."""
 
-    text: str
-    parts: tuple[int, ...] = ()
+    __slots__ = ("text", "parts")
+
+    def __init__(self, text: str, parts: tuple = ()):
+        self.text, self.parts = text, parts
+
+    def __eq__(self, other):
+        return isinstance(other, Spec) and self.text == other.text
+
+    def __hash__(self):
+        return hash(self.text)
+
+    def __repr__(self):
+        return f"Spec({self.text!r})"
 
     @property
     def is_system(self) -> bool:
@@ -82,9 +106,14 @@ def parse_spec(value: str) -> Spec:
     """Validate `value` (already stripped) and return a Spec, or raise InvalidVersion."""
     if value == "system":
         return Spec("system")
-    if len(value) > MAX_SPEC_LEN or not _SPEC_RE.match(value):
+    parts = value.split(".")
+    # 1-3 parts, each 1-4 ASCII digits without a leading zero (`013` would name
+    # no alias in the shims' table, so it must not be accepted here either).
+    if len(value) > MAX_SPEC_LEN or not 1 <= len(parts) <= 3 or not all(
+        p and len(p) <= 4 and _DIGITS.issuperset(p) and (p == "0" or p[0] != "0") for p in parts
+    ):
         raise InvalidVersion(f"invalid version {describe(value)}: allowed are {ALLOWED}")
-    return Spec(value, tuple(int(p) for p in value.split(".")))
+    return Spec(value, tuple(int(p) for p in parts))
 
 
 def newest_match(spec: Spec, releases):
