@@ -315,8 +315,8 @@ class PypiSource:
                 return True
         return False
 
-    def _wheels(self, project: str):
-        """(Version, file dict) for each installable wheel of `project` on this machine."""
+    def _index_wheels(self, project: str):
+        """(Version, tags, file dict) for each unyanked wheel of `project` the index lists."""
         want = canonicalize_name(project)
         for f in self.project_files(project):
             if f["yanked"] or not f["filename"].endswith(".whl"):
@@ -325,7 +325,13 @@ class PypiSource:
                 name, version, _build, tags = parse_wheel_filename(f["filename"])
             except (InvalidWheelFilename, InvalidPackageVersion):
                 continue
-            if name == want and self._platform_ok(tags):
+            if name == want:
+                yield version, tags, f
+
+    def _wheels(self, project: str):
+        """(Version, file dict) for each wheel of `project` this machine can use."""
+        for version, tags, f in self._index_wheels(project):
+            if self._platform_ok(tags):
                 yield version, f
 
     def _artifact(self, project: str, version: Version, f: dict, subdir: str) -> Artifact:
@@ -359,13 +365,7 @@ class PypiSource:
     def _meta_wheels(self) -> dict[Release, tuple[Version, dict]]:
         """Final cuda-toolkit releases on the index (pre-releases and odd versions skipped)."""
         out: dict[Release, tuple[Version, dict]] = {}
-        for f in self.project_files(META_PACKAGE):
-            if f["yanked"] or not f["filename"].endswith(".whl"):
-                continue
-            try:
-                _name, version, _build, _tags = parse_wheel_filename(f["filename"])
-            except (InvalidWheelFilename, InvalidPackageVersion):
-                continue
+        for version, _tags, f in self._index_wheels(META_PACKAGE):
             if version.is_prerelease or version.is_devrelease or version.local or version.epoch:
                 continue
             rel = version.release
