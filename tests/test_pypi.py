@@ -403,11 +403,16 @@ def test_meta_package_sha256_mismatch_is_refused(empty_index):
         PypiSource(index.url).plan("13.0.2", "minimal")
 
 
-def test_wheels_without_sha256_are_refused(empty_index):
-    index, wheels = empty_index
+def publish_empty_release(index: Index, wheels: Path, machine: str, sha256: str | None = "auto") -> None:
+    """cuda-toolkit 13.0.2 and its components as empty wheels for `machine`."""
     index.add("cuda-toolkit", build_wheel(wheels, "cuda-toolkit", "13.0.2", "py2.py3-none-any", {}, meta_lines(COMPONENTS)))
     for project, version, _e, _f in COMPONENTS:
-        index.add(project, build_wheel(wheels, project, version, platform_tag(MACHINE), {}), sha256=None)
+        index.add(project, build_wheel(wheels, project, version, platform_tag(machine), {}), sha256=sha256)
+
+
+def test_wheels_without_sha256_are_refused(empty_index):
+    publish_empty_release(*empty_index, machine=MACHINE, sha256=None)
+    index = empty_index[0]
     with pytest.raises(SourceError, match=r"no sha256 for nvidia_cuda_cccl-13\.0\.85-.*unverified"):
         PypiSource(index.url).plan("13.0.2", "minimal")
 
@@ -422,10 +427,8 @@ def test_a_meta_package_that_is_not_a_wheel_is_refused(empty_index):
 
 
 def test_no_wheel_for_this_machine(empty_index):
-    index, wheels = empty_index
-    index.add("cuda-toolkit", build_wheel(wheels, "cuda-toolkit", "13.0.2", "py2.py3-none-any", {}, meta_lines(COMPONENTS)))
-    for project, version, _e, _f in COMPONENTS:
-        index.add(project, build_wheel(wheels, project, version, platform_tag(OTHER_MACHINE), {}))
+    publish_empty_release(*empty_index, machine=OTHER_MACHINE)
+    index = empty_index[0]
     with pytest.raises(SourceError, match=rf"no linux-{MACHINE} wheel of nvidia-cuda-cccl==13\.0\.85\.\*"):
         PypiSource(index.url).plan("13.0.2", "minimal")
 
