@@ -27,6 +27,14 @@ class Unreachable(SourceError):
     """The source's host did not answer (auto moves on to the next source)."""
 
 
+class UnknownRelease(SourceError):
+    """The source does not offer this release (bad input when no source has it)."""
+
+
+class UnknownComponent(SourceError):
+    """A --with name the source cannot map to a package (bad input)."""
+
+
 @dataclass
 class Artifact:
     component: str        # the source's package name, e.g. cuda_nvcc, cuda-nvcc-13-0, nvidia-cuda-nvcc

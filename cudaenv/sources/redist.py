@@ -1,0 +1,231 @@
+"""NVIDIA's redistributable tarballs (developer.download.nvidia.com/compute/cuda/redist/).
+
+The base listing names one manifest per release, `redistrib_X.Y.Z.json`. A
+manifest maps package names to per-platform archives:
+
+    "cuda_nvcc": {"name": ..., "version": "13.0.48",
+                  "linux-x86_64": {"relative_path": ..., "sha256": ..., "size": "26732376"}, ...}
+
+Format drift handled here (see the real manifests): 11.8.0 has no
+release_label (the file name says the release); CCCL is `cuda_cccl` up to
+13.2 and `cccl` from 13.3.1; some packages nest their archives under a
+`cudaX.Y` variant key; linux-aarch64 exists only up to 12.9.1.
+
+CUDAENV_REDIST_URL overrides the base (http://, https:// or a file:// mirror).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+import re
+import urllib.parse
+from pathlib import Path
+
+from .. import components
+from ..versions import InvalidVersion, Release
+from . import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease
+
+DEFAULT_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
+PLATFORMS = ("linux-x86_64", "linux-sbsa", "linux-aarch64")
+
+# Generic component -> manifest keys, first present wins.
+PACKAGES = {
+    "nvcc": ("cuda_nvcc",), "nvvm": ("libnvvm",), "crt": ("cuda_crt",),
+    "cudart": ("cuda_cudart",), "cccl": ("cccl", "cuda_cccl"),
+    "nvrtc": ("cuda_nvrtc",), "cublas": ("libcublas",), "cusparse": ("libcusparse",),
+    "cusolver": ("libcusolver",), "curand": ("libcurand",), "cufft": ("libcufft",),
+    "nvtx": ("cuda_nvtx",), "nvjitlink": ("libnvjitlink",), "profiler_api": ("cuda_profiler_api",),
+    "culibos": ("cuda_culibos",), "cupti": ("cuda_cupti",), "cuobjdump": ("cuda_cuobjdump",),
+    "nvdisasm": ("cuda_nvdisasm",), "nvprune": ("cuda_nvprune",), "cuxxfilt": ("cuda_cuxxfilt",),
+    "gdb": ("cuda_gdb",), "sanitizer": ("cuda_sanitizer_api",), "npp": ("libnpp",),
+    "nvjpeg": ("libnvjpeg",), "cufile": ("libcufile",), "nvml_dev": ("cuda_nvml_dev",),
+    "opencl": ("cuda_opencl",), "nvfatbin": ("libnvfatbin",), "nvptxcompiler": ("libnvptxcompiler",),
+}
+# Without these there is no toolkit; the others may be folded into nvcc in older releases.
+REQUIRED = ("nvcc", "cudart")
+
+_MANIFEST_RE = re.compile(r"redistrib_([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})\.json")
+_REL_PATH_RE = re.compile(r"[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*\Z")
+_SHA_RE = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def base_url() -> str:
+    url = os.environ.get("CUDAENV_REDIST_URL", DEFAULT_URL).strip()
+    if not url.startswith(("http://", "https://", "file://")):
+        raise SourceError(
+            f"CUDAENV_REDIST_URL {url[:80]!r}: allowed are http://, https:// or file:// URLs"
+        )
+    return url if url.endswith("/") else url + "/"
+
+
+def machine_platform() -> str:
+    forced = os.environ.get("CUDAENV_REDIST_PLATFORM")
+    if forced:
+        if forced not in PLATFORMS:
+            raise SourceError(f"CUDAENV_REDIST_PLATFORM {forced[:40]!r}: allowed are {', '.join(PLATFORMS)}")
+        return forced
+    machine = _platform.machine()
+    if machine in ("x86_64", "AMD64"):
+        return "linux-x86_64"
+    if machine in ("aarch64", "arm64"):
+        return "linux-sbsa"
+    raise SourceError(f"no CUDA redist archives for machine type {machine!r} (x86_64 and aarch64 are supported)")
+
+
+def _listing(url: str) -> str:
+    from ..download import fetch_bytes
+
+    if url.startswith("file://"):
+        path = urllib.parse.unquote(urllib.parse.urlsplit(url).path)
+        if os.path.isdir(path):
+            return "\n".join(sorted(os.listdir(path)))
+    return fetch_bytes(url).decode("utf-8", "replace")
+
+
+def parse_listing(text: str) -> list[str]:
+    """Releases named by `redistrib_X.Y.Z.json` in an index page, oldest first, validated."""
+    found = set()
+    for m in _MANIFEST_RE.finditer(text):
+        try:
+            found.add(Release.parse(m.group(1)))
+        except InvalidVersion:
+            continue
+    return [str(r) for r in sorted(found)]
+
+
+def _archive_entry(pkg: dict, platform: str, release: Release) -> dict | None:
+    entry = pkg.get(platform)
+    if not isinstance(entry, dict):
+        return None
+    if "relative_path" in entry:
+        return entry
+    # Variant-nested packages: {"cuda13.3": {...}} selected by the release.
+    for key in (f"cuda{release.major}.{release.minor}", f"cuda{release.major}"):
+        if isinstance(entry.get(key), dict) and "relative_path" in entry[key]:
+            return entry[key]
+    return None
+
+
+def _artifact(name: str, pkg: dict, entry: dict, base: str, manifest_name: str) -> Artifact:
+    rel = str(entry.get("relative_path", ""))
+    sha = str(entry.get("sha256", ""))
+    if not _REL_PATH_RE.match(rel) or ".." in rel.split("/"):
+        raise SourceError(f"{manifest_name}: package {name}: invalid relative_path {rel[:80]!r}")
+    if not _SHA_RE.match(sha):
+        raise SourceError(f"{manifest_name}: package {name}: invalid sha256 {sha[:80]!r}")
+    try:
+        size = int(entry["size"])
+    except (KeyError, TypeError, ValueError):
+        raise SourceError(f"{manifest_name}: package {name}: missing or invalid size") from None
+    filename = rel.rsplit("/", 1)[-1]
+    if not filename.endswith(".tar.xz"):
+        raise SourceError(f"{manifest_name}: package {name}: {filename!r} is not a .tar.xz archive")
+    return Artifact(
+        component=name,
+        version=str(pkg.get("version", "")),
+        url=base + rel,
+        sha256=sha,
+        size=size,
+        filename=filename,
+        kind="tar.xz",
+        subdir=filename[: -len(".tar.xz")],
+    )
+
+
+class RedistSource:
+    name = "redist"
+
+    def __init__(self, url: str | None = None, platform: str | None = None):
+        self.url = url or base_url()
+        self.platform = platform or machine_platform()
+        self._releases: list[str] | None = None
+
+    def releases(self) -> list[str]:
+        if self._releases is None:
+            self._releases = parse_listing(_listing(self.url))
+        return self._releases
+
+    def manifest(self, release: str) -> dict:
+        rel = Release.parse(release)  # validated before it becomes part of a URL
+        from ..download import fetch_bytes
+
+        name = f"redistrib_{rel}.json"
+        try:
+            data = json.loads(fetch_bytes(self.url + name))
+        except ValueError:
+            raise SourceError(f"{self.url}{name}: not valid JSON") from None
+        if not isinstance(data, dict):
+            raise SourceError(f"{self.url}{name}: not a redist manifest")
+        label = data.get("release_label")  # absent in 11.8.0: the file name is authoritative
+        if label is not None and label != str(rel):
+            raise SourceError(f"{self.url}{name}: release_label {str(label)[:20]!r} does not match {rel}")
+        return data
+
+    def packages(self, manifest: dict, release: Release) -> dict[str, dict]:
+        """Toolkit packages that have an archive for this platform."""
+        return {
+            k: v for k, v in manifest.items()
+            if isinstance(v, dict) and components.is_toolkit_package(k)
+            and _archive_entry(v, self.platform, release) is not None
+        }
+
+    def plan(self, release: str, profile: str, extra=()) -> Plan:
+        rel = Release.parse(release)
+        if str(rel) not in self.releases():
+            raise UnknownRelease(f"redist has no release {rel}")
+        manifest = self.manifest(str(rel))
+        available = self.packages(manifest, rel)
+        chosen: list[str] = []
+
+        def take(generic: str, required: bool) -> None:
+            for key in PACKAGES.get(generic, ()):
+                if key in available:
+                    if key not in chosen:
+                        chosen.append(key)
+                    return
+            if required:
+                raise SourceError(
+                    f"redist {rel} has no {generic} archive for {self.platform}"
+                )
+
+        for generic in components.profile_components(profile):
+            take(generic, generic in REQUIRED)
+        if profile == "full":
+            chosen.extend(k for k in sorted(available) if k not in chosen)
+        for item in extra:
+            if item in PACKAGES:
+                take(item, True)
+            elif item in available:
+                if item not in chosen:
+                    chosen.append(item)
+            else:
+                raise UnknownComponent(
+                    f"unknown component {item[:40]!r} for redist {rel}: allowed are "
+                    f"{', '.join(sorted(PACKAGES))} or a package of the manifest "
+                    f"({', '.join(sorted(available))})"
+                )
+        manifest_name = f"redistrib_{rel}.json"
+        artifacts = [
+            _artifact(k, available[k], _archive_entry(available[k], self.platform, rel), self.url, manifest_name)
+            for k in chosen
+        ]
+        return Plan(source=self.name, release=str(rel), platform=self.platform, profile=profile,
+                    artifacts=artifacts)
+
+    def finalize(self, staging_root: Path, plan: Plan) -> None:
+        root = Path(staging_root)
+        # Redist archives ship lib/; nvcc.profile links against lib64 when there is
+        # no targets/ tree, and torch's cpp_extension looks in lib64 too.
+        if (root / "lib").is_dir() and not os.path.lexists(root / "lib64"):
+            os.symlink("lib", root / "lib64")
+        version_json = root / "version.json"
+        if not version_json.exists():
+            data = {"cuda": {"name": "CUDA SDK", "version": plan.release}}
+            for art in plan.artifacts:
+                data[art.component] = {"name": art.component, "version": art.version}
+            version_json.write_text(json.dumps(data, indent=4, sort_keys=True) + "\n")
+
+
+SOURCE = RedistSource

@@ -1,0 +1,189 @@
+"""A real threaded HTTP server on 127.0.0.1 for tests, with Range and fault injection.
+
+    with FileServer(root_dir) as srv:
+        srv.url                      # "http://127.0.0.1:PORT/"
+        srv.fault("a/b.tar.xz", "drop", times=1)
+        ...
+        srv.hits("a/b.tar.xz")       # GET requests seen for that path
+        srv.requests                 # [(method, path, range header or None, status)]
+
+Files are served from a directory; a path ending in "/" gets an HTML index of
+that directory (like NVIDIA's redist listing). Faults, each for the next
+`times` requests of a path (times=None: always):
+  wrong_body   same length, different bytes
+  truncate     only the first half, with a Content-Length that says so
+  drop         the full Content-Length is announced, half is sent, then the
+               connection is closed (a Range request then completes it)
+  status500    HTTP 500 instead of the file
+  404          HTTP 404 even though the file exists
+  slow         sleeps `delay` seconds before answering
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import socket
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+_RANGE_RE = re.compile(r"bytes=(\d+)-(\d*)\Z")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, fmt, *args):  # keep pytest output clean
+        pass
+
+    def _record(self, path: str, status: int) -> None:
+        with self.server.owner.lock:
+            self.server.owner.requests.append((self.command, path, self.headers.get("Range"), status))
+
+    def _send_plain(self, path: str, status: int, body: bytes = b"") -> None:
+        self._record(path, status)
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.do_GET()
+
+    def do_GET(self):
+        owner = self.server.owner
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path).lstrip("/")
+        fault = owner.take_fault(path)
+        if fault and fault[0] == "slow":
+            time.sleep(fault[1])
+            fault = None
+        if fault and fault[0] == "status500":
+            return self._send_plain(path, 500, b"internal error\n")
+        local = (owner.root / path).resolve()
+        if not str(local).startswith(str(owner.root.resolve())) or fault and fault[0] == "404":
+            return self._send_plain(path, 404, b"not found\n")
+        if local.is_dir():
+            return self._index(path, local)
+        if not local.is_file():
+            return self._send_plain(path, 404, b"not found\n")
+        data = local.read_bytes()
+        start = 0
+        status = 200
+        rng = self.headers.get("Range")
+        if rng and owner.ranges:
+            m = _RANGE_RE.match(rng.strip())
+            if m:
+                start = int(m.group(1))
+                if start >= len(data):
+                    self._record(path, 416)
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(data)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                status = 206
+        body = data[start:]
+        announced = len(body)
+        if fault and fault[0] == "wrong_body":
+            body = bytes((b ^ 0x5A) for b in body)
+        elif fault and fault[0] == "truncate":
+            body = body[: len(body) // 2]
+            announced = len(body)
+        self._record(path, status)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(announced))
+        self.send_header("Accept-Ranges", "bytes")
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if fault and fault[0] == "drop":
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        self.wfile.write(body)
+
+    def _index(self, path: str, local: Path):
+        rows = "".join(
+            f'<a href="{html.escape(n)}">{html.escape(n)}</a>\n' for n in sorted(os.listdir(local))
+        )
+        body = f"<html><body><pre>\n{rows}</pre></body></html>\n".encode()
+        self._record(path, 200)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: "FileServer"
+
+
+class FileServer:
+    def __init__(self, root: Path, ranges: bool = True):
+        self.root = Path(root)
+        self.ranges = ranges  # False: ignore Range headers like some servers do
+        self.lock = threading.Lock()
+        self.requests: list[tuple] = []
+        self._faults: dict[str, list] = {}
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/"
+
+    def fault(self, path: str, kind: str, times: int | None = 1, delay: float = 0.0) -> None:
+        with self.lock:
+            self._faults[path.lstrip("/")] = [kind, times, delay]
+
+    def take_fault(self, path: str):
+        with self.lock:
+            f = self._faults.get(path)
+            if not f:
+                return None
+            kind, times, delay = f
+            if times is not None:
+                if times <= 0:
+                    return None
+                f[1] = times - 1
+            return kind, delay
+
+    def hits(self, path: str | None = None) -> int:
+        with self.lock:
+            return sum(1 for r in self.requests if r[0] == "GET" and (path is None or r[1] == path.lstrip("/")))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.requests.clear()
+            self._faults.clear()
+
+    def start(self) -> "FileServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
