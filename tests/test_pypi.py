@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from cudaenv import discover
-from cudaenv.sources import SourceError, Unreachable
+from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease, Unreachable
 from cudaenv.sources import pypi
 from cudaenv.sources.pypi import PypiSource
 
@@ -323,8 +323,8 @@ def test_old_releases_are_refused_before_any_network():
 def test_releases_from_local_index(local_index):
     src = PypiSource(local_index.url)
     # 12.8.1 exists but has no nvcc wheel; the rc is skipped; 13.4.1.0 means 13.4.1.
-    assert src.releases() == ["13.0.2", "13.4.1"]
-    assert src.all_releases() == ["12.8.1", "13.0.2", "13.4.1"]
+    assert src.installable_releases() == ["13.0.2", "13.4.1"]
+    assert src.releases() == ["12.8.1", "13.0.2", "13.4.1"]
     # The JSON API was asked for, not scraped.
     assert any("application/vnd.pypi.simple.v1+json" in accept for _p, accept in local_index.requests)
 
@@ -369,14 +369,14 @@ def test_build_and_full_profiles_and_extra(local_index):
     for item in ("cublas", "nvidia-cublas", "nvidia_cublas"):
         plan = src.plan("13.0.2", "minimal", {item})
         assert "nvidia-cublas" in {a.component for a in plan.artifacts}
-    with pytest.raises(SourceError, match=r"'cuobjdump' is not offered by cuda-toolkit 13.0.2: allowed are .*cublas"):
+    with pytest.raises(UnknownComponent, match=r"'cuobjdump' is not offered by cuda-toolkit 13.0.2: allowed are .*cublas"):
         src.plan("13.0.2", "minimal", {"cuobjdump"})
     with pytest.raises(SourceError, match=r"unknown profile 'tiny'"):
         src.plan("13.0.2", "tiny")
 
 
 def test_missing_release_names_what_exists(local_index):
-    with pytest.raises(SourceError, match=r"cuda-toolkit 13\.0\.9 is not on .*available: 13\.0\.2"):
+    with pytest.raises(UnknownRelease, match=r"cuda-toolkit 13\.0\.9 is not on .*available: 13\.0\.2"):
         PypiSource(local_index.url).plan("13.0.9", "minimal")
 
 
@@ -503,10 +503,10 @@ def real_pypi():
 
 @pytest.mark.network
 def test_real_releases_include_13_0(real_pypi):
-    releases = real_pypi.releases()
+    releases = real_pypi.installable_releases()
     assert {"13.0.0", "13.0.1", "13.0.2"} <= set(releases)
     assert all(not r.startswith(("11.", "12.")) for r in releases)
-    assert "12.8.1" in real_pypi.all_releases()
+    assert "12.8.1" in real_pypi.releases()
 
 
 @pytest.mark.network
@@ -527,6 +527,6 @@ def test_real_minimal_plan_for_13_0_2(real_pypi):
 
 @pytest.mark.network
 def test_real_12_8_is_refused_with_a_hint(real_pypi):
-    assert "12.8.1" in real_pypi.all_releases()
+    assert "12.8.1" in real_pypi.releases()
     with pytest.raises(SourceError, match=r"CUDA 12\.8\.1 cannot be installed from PyPI.*--source redist or --source apt"):
         real_pypi.plan("12.8.1", "minimal")

@@ -43,7 +43,7 @@ from packaging.version import Version
 
 from .. import components, store
 from ..versions import Release
-from . import Artifact, Plan, SourceError, Unreachable
+from . import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 META_PACKAGE = "cuda-toolkit"
@@ -377,12 +377,16 @@ class PypiSource:
             out[Release(*rel)] = (version, f)
         return out
 
-    def all_releases(self) -> list[str]:
-        """Every cuda-toolkit release on the index, oldest first, installable or not."""
+    def releases(self) -> list[str]:
+        """Every cuda-toolkit release on the index, oldest first.
+
+        11.x/12.x are listed too, so that asking for one reaches plan() and
+        its message pointing at the sources that can install it, rather than
+        a bare "not available"."""
         return [str(r) for r in sorted(self._meta_wheels())]
 
-    def releases(self) -> list[str]:
-        """Releases this source can install (13.0 and later), oldest first."""
+    def installable_releases(self) -> list[str]:
+        """Releases this source can actually install (13.0 and later), oldest first."""
         return [str(r) for r in sorted(self._meta_wheels()) if r >= FIRST_WITH_NVCC]
 
     def meta_requirements(self, release: Release) -> dict[str, list[Requirement]]:
@@ -394,7 +398,7 @@ class PypiSource:
         if release not in wheels:
             near = [str(r) for r in sorted(wheels) if r >= FIRST_WITH_NVCC and r.major == release.major]
             hint = f"; available: {', '.join(near)}" if near else ""
-            raise SourceError(f"{META_PACKAGE} {release} is not on {redact(self.index)}{hint}")
+            raise UnknownRelease(f"{META_PACKAGE} {release} is not on {redact(self.index)}{hint}")
         _version, f = wheels[release]
         blob = self._download_small(f)
         self._meta[key] = parse_meta_wheel(blob, f["filename"])
@@ -476,7 +480,7 @@ class PypiSource:
             for req in reqs:
                 if canonicalize_name(req.name) == want:
                     return [req]
-        raise SourceError(
+        raise UnknownComponent(
             f"component {item!r} is not offered by {META_PACKAGE} {rel}: allowed are {', '.join(offered)} "
             "or their nvidia-* wheel names"
         )
