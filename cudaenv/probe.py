@@ -1,0 +1,508 @@
+"""Probes: what the machine and the target Python actually have, each probe its own fast function.
+
+Nothing here imports torch or any other package it inspects: versions come from
+dist-info directory names and torch/version.py is read as text, so a probe costs
+one subprocess of the target Python at most (to learn its site-packages).
+
+Probes take an `env` mapping (default os.environ) so the doctor can ask "what
+would this process see" for an environment other than its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import discover
+
+SMI_QUERY = "--query-gpu=index,name,compute_cap,driver_version"
+PROC_DRIVER = "/proc/driver/nvidia/version"
+# torch, FlashInfer and CMake all fall back to this root; tests point it elsewhere.
+DEFAULT_ROOT_ENV = "CUDAENV_CONSUMER_DEFAULT_ROOT"
+WATCHED = {  # distribution names (normalised) -> what we report them as
+    "torch": "torch",
+    "flashinfer-python": "flashinfer",
+    "flashinfer": "flashinfer",
+    "triton": "triton",
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "deepspeed": "deepspeed",
+    "cupy": "cupy",
+    "cupy-cuda11x": "cupy",
+    "cupy-cuda12x": "cupy",
+    "cupy-cuda13x": "cupy",
+    "nvidia-cuda-runtime": "nvidia-cuda-runtime",
+    "nvidia-cuda-runtime-cu12": "nvidia-cuda-runtime",
+    "nvidia-cuda-runtime-cu11": "nvidia-cuda-runtime",
+}
+_SM_RE = re.compile(r"sm_(\d+)([af]?)\Z")
+_CC_RE = re.compile(r"(\d+)\.(\d+)\Z")
+_DRIVER_RE = re.compile(r"\d+\.\d+(?:\.\d+)?\Z")
+_MINOR_RE = re.compile(r"\d+\.\d+\Z")
+
+
+class ProbeInputError(ValueError):
+    """A planning override that is not well formed; the message is one line."""
+
+
+# --- values -----------------------------------------------------------------------------
+
+@dataclass
+class GPU:
+    index: int
+    name: str
+    compute_cap: str  # "12.0"
+    sm: str  # "sm_120"
+    driver: str | None = None
+
+
+@dataclass
+class Package:
+    name: str
+    version: str
+    location: str
+
+
+@dataclass
+class PythonEnv:
+    executable: str
+    source: str  # "--python", "VIRTUAL_ENV", "CONDA_PREFIX", "PATH"
+    site_packages: list[str]
+    packages: dict[str, Package] = field(default_factory=dict)
+    torch_cuda: str | None = None  # torch.version.cuda, read without importing torch
+    pip_cuda_headers: dict | None = None  # {"version": "13.0", "include": path} of nvidia/cu13 or cuda_runtime
+    error: str | None = None
+
+    def version(self, name: str) -> str | None:
+        p = self.packages.get(name)
+        return p.version if p else None
+
+
+@dataclass
+class Lookup:
+    """Where one consumer would find its toolkit, replaying its own lookup order."""
+
+    consumer: str  # "torch", "flashinfer", "cmake", "triton-ptxas"
+    path: str | None  # toolkit root (ptxas path for triton-ptxas)
+    via: str  # "CUDA_HOME", "CUDA_PATH", "nvcc on PATH", "/usr/local/cuda", "bundled", ...
+    release: str | None = None  # "13.0.2" or "13.0"
+    exists: bool = False
+    has_nvcc: bool = False
+
+
+@dataclass
+class Probe:
+    gpus: list[GPU]
+    gpu_source: str  # "nvidia-smi", "nvml", "--arch", "--no-gpu", "none"
+    driver: str | None
+    driver_source: str | None
+    python: PythonEnv | None
+    lookups: list[Lookup]
+    nvcc_on_path: str | None
+    cuda_home: str | None
+    cuda_path: str | None
+    selection: dict | None
+    selection_error: str | None
+    torch_cuda: str | None  # the probe's or --torch-cuda's
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def archs(self) -> list[str]:
+        seen = []
+        for g in self.gpus:
+            if g.sm not in seen:
+                seen.append(g.sm)
+        return seen
+
+    def lookup(self, consumer: str) -> Lookup | None:
+        return next((l for l in self.lookups if l.consumer == consumer), None)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# --- input validation -----------------------------------------------------------------------
+
+def normalize_arch(value: str) -> str:
+    """`sm_120`, `sm_90a`, `12.0` or `120` -> the base target `sm_120` / `sm_90a`."""
+    v = value.strip()
+    m = _SM_RE.match(v) or re.fullmatch(r"(\d{2,3})([af]?)", v)
+    if m and len(m.group(1)) in (2, 3):
+        return f"sm_{int(m.group(1))}{m.group(2)}"
+    m = _CC_RE.match(v)
+    if m and len(m.group(2)) == 1:
+        return f"sm_{int(m.group(1))}{m.group(2)}"
+    raise ProbeInputError(f"invalid --arch {value!r}: allowed are sm_XY[a|f] (e.g. sm_120, sm_90a) or a compute capability such as 12.0")
+
+
+def check_minor(value: str, what: str) -> str:
+    if not _MINOR_RE.match(value.strip()):
+        raise ProbeInputError(f"invalid {what} {value!r}: allowed is MAJOR.MINOR such as 13.0")
+    return value.strip()
+
+
+def check_driver(value: str) -> str:
+    if not _DRIVER_RE.match(value.strip()):
+        raise ProbeInputError(f"invalid --driver {value!r}: allowed is a driver version such as 580.65.06")
+    return value.strip()
+
+
+# --- GPUs and driver -----------------------------------------------------------------------
+
+def _sm_of(cc: str) -> str | None:
+    m = _CC_RE.match(cc.strip())
+    return f"sm_{int(m.group(1))}{m.group(2)}" if m else None
+
+
+def parse_smi(text: str) -> list[GPU]:
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 4 or not parts[0].isdigit():
+            continue
+        sm = _sm_of(parts[2])
+        if sm is None:
+            continue
+        gpus.append(GPU(int(parts[0]), parts[1], parts[2], sm, parts[3] or None))
+    return gpus
+
+
+def visible(gpus: list[GPU], env) -> list[GPU]:
+    """Apply CUDA_VISIBLE_DEVICES as the CUDA runtime does: indices in the order given,
+    stopping at the first entry that names no device (so "" or "-1" hides them all)."""
+    value = env.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return gpus
+    by_index = {g.index: g for g in gpus}
+    out = []
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry.isdigit() or int(entry) not in by_index:
+            break
+        g = by_index[int(entry)]
+        if g not in out:
+            out.append(g)
+    return out
+
+
+def smi_gpus(env) -> list[GPU] | None:
+    """GPUs from nvidia-smi on the env's PATH, or None when there is no nvidia-smi."""
+    smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
+    if not smi:
+        return None
+    try:
+        r = subprocess.run([smi, SMI_QUERY, "--format=csv,noheader"], capture_output=True,
+                           text=True, timeout=30, env=dict(env))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if r.returncode != 0:
+        return None
+    return parse_smi(r.stdout)
+
+
+def nvml_gpus() -> list[GPU] | None:
+    """GPUs through NVML when nvidia-ml-py is installed (no nvidia-smi needed)."""
+    try:
+        import pynvml  # noqa: PLC0415 - optional dependency, imported only here
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        driver = driver.decode() if isinstance(driver, bytes) else driver
+        gpus = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            name = name.decode() if isinstance(name, bytes) else name
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+            gpus.append(GPU(i, name, f"{major}.{minor}", f"sm_{major}{minor}", driver))
+        return gpus
+    except Exception:  # NVML raises its own error types for "no driver" and friends
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def proc_driver_version(env) -> str | None:
+    path = env.get("CUDAENV_PROC_DRIVER_VERSION", PROC_DRIVER)
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
+    return m.group(1) if m else None
+
+
+def gpus_and_driver(env, archs=(), driver=None, no_gpu=False):
+    """(gpus, gpu_source, driver, driver_source), planning overrides first."""
+    if archs:
+        gpus = [GPU(i, "planned (--arch)", "", a, None) for i, a in enumerate(archs)]
+        source = "--arch"
+    elif no_gpu:
+        gpus, source = [], "--no-gpu"
+    else:
+        found = smi_gpus(env)
+        source = "nvidia-smi"
+        if found is None:
+            found, source = nvml_gpus(), "nvml"
+        if found is None:
+            found, source = [], "none"
+        gpus = visible(found, env) if source != "none" else []
+    if driver:
+        return gpus, source, driver, "--driver"
+    if no_gpu:
+        return gpus, source, None, None
+    smi_driver = next((g.driver for g in gpus if g.driver), None)
+    if smi_driver:
+        return gpus, source, smi_driver, source
+    proc = proc_driver_version(env)
+    return gpus, source, proc, ("/proc/driver/nvidia/version" if proc else None)
+
+
+# --- the target Python ---------------------------------------------------------------------
+
+def target_python(python: str | None, env) -> tuple[str | None, str]:
+    if python:
+        return python, "--python"
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(var)
+        if prefix and os.access(os.path.join(prefix, "bin", "python"), os.X_OK):
+            return os.path.join(prefix, "bin", "python"), var
+    found = shutil.which("python3", path=env.get("PATH", ""))
+    return found, "PATH"
+
+
+_SITE_SNIPPET = (
+    "import sys,sysconfig,json;p=sysconfig.get_paths();"
+    "print(json.dumps([p['purelib'],p['platlib']]+[x for x in sys.path if x.endswith(('site-packages','dist-packages'))]))"
+)
+
+
+def site_packages(python: str, env) -> list[str]:
+    """The target interpreter's package directories: one short subprocess, no imports beyond sysconfig."""
+    r = subprocess.run([python, "-c", _SITE_SNIPPET], capture_output=True, text=True, timeout=30, env=dict(env))
+    if r.returncode != 0:
+        raise OSError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
+    out = []
+    for p in json.loads(r.stdout):
+        if p not in out and os.path.isdir(p):
+            out.append(p)
+    return out
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def scan_packages(dirs: list[str]) -> dict[str, Package]:
+    found: dict[str, Package] = {}
+    for d in dirs:
+        try:
+            entries = os.listdir(d)
+        except OSError:
+            continue
+        for e in entries:
+            if not e.endswith(".dist-info"):
+                continue
+            stem = e[: -len(".dist-info")]
+            name, _, version = stem.partition("-")
+            key = WATCHED.get(_normalise(name))
+            if key and version and key not in found:
+                found[key] = Package(key, version, d)
+    return found
+
+
+_TORCH_CUDA_RE = re.compile(r"^cuda\s*(?::[^=\n]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.M)
+
+
+def torch_cuda_of(packages: dict[str, Package]) -> str | None:
+    """torch.version.cuda from torch/version.py's text, else the wheel's +cuXYZ local version."""
+    t = packages.get("torch")
+    if not t:
+        return None
+    try:
+        m = _TORCH_CUDA_RE.search((Path(t.location) / "torch" / "version.py").read_text())
+        if m:
+            return m.group(1) or m.group(2) or None
+    except OSError:
+        pass
+    m = re.search(r"\+cu(\d+)(\d)\b", t.version)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def pip_cuda_headers(dirs: list[str], packages: dict[str, Package]) -> dict | None:
+    """The CUDA runtime headers pip installed (nvidia/cu13/include, nvidia/cuda_runtime/include)."""
+    for d in dirs:
+        for sub in ("cu13", "cu14", "cuda_runtime"):
+            inc = Path(d) / "nvidia" / sub / "include"
+            header = inc / "cuda_runtime_api.h"
+            version = None
+            try:
+                m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header.read_text(errors="replace"))
+                if m:
+                    n = int(m.group(1))
+                    version = f"{n // 1000}.{(n % 1000) // 10}"
+            except OSError:
+                if not inc.is_dir():
+                    continue
+            if version is None and "nvidia-cuda-runtime" in packages:
+                version = ".".join(packages["nvidia-cuda-runtime"].version.split(".")[:2])
+            if version:
+                return {"version": version, "include": str(inc)}
+    return None
+
+
+def python_env(python: str | None = None, env=None) -> PythonEnv | None:
+    env = os.environ if env is None else env
+    exe, source = target_python(python, env)
+    if not exe:
+        return None
+    try:
+        dirs = site_packages(exe, env)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        return PythonEnv(exe, source, [], error=f"cannot run {exe}: {e}")
+    packages = scan_packages(dirs)
+    return PythonEnv(exe, source, dirs, packages, torch_cuda_of(packages), pip_cuda_headers(dirs, packages))
+
+
+# --- which toolkit each consumer would use ---------------------------------------------------
+
+def which_nvcc(env) -> str | None:
+    return shutil.which("nvcc", path=env.get("PATH", ""))
+
+
+def default_root(env) -> str:
+    return env.get(DEFAULT_ROOT_ENV, "/usr/local/cuda")
+
+
+_release_cache: dict[str, str | None] = {}
+
+
+def release_of(root: str | None) -> str | None:
+    if not root:
+        return None
+    if root not in _release_cache:
+        info = discover.toolkit_release(Path(root))
+        _release_cache[root] = info[0] if info else None
+    return _release_cache[root]
+
+
+def _lookup(consumer: str, root: str | None, via: str) -> Lookup:
+    if root is None:
+        return Lookup(consumer, None, via)
+    nvcc = os.path.join(root, "bin", "nvcc")
+    has = os.path.isfile(nvcc) and os.access(nvcc, os.X_OK)
+    return Lookup(consumer, root, via, release_of(root) if has else None, os.path.isdir(root), has)
+
+
+def torch_lookup(env, consumer: str = "torch") -> Lookup:
+    """torch.utils.cpp_extension._find_cuda_home: CUDA_HOME, CUDA_PATH, nvcc on PATH,
+    /usr/local/cuda. The variables are taken as set, even when they point nowhere."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(var):
+            return _lookup(consumer, env[var], var)
+    nvcc = which_nvcc(env)
+    if nvcc:
+        # torch takes dirname(dirname(which nvcc)) as is, without resolving links: a
+        # shim directory on PATH therefore yields a CUDA_HOME that has no headers.
+        return _lookup(consumer, os.path.dirname(os.path.dirname(nvcc)), "nvcc on PATH")
+    d = default_root(env)
+    return _lookup(consumer, d if os.path.isdir(d) else None, d)
+
+
+def cmake_lookup(env) -> Lookup:
+    """FindCUDAToolkit: the CUDA compiler (CUDACXX), CUDAToolkit_ROOT, CUDA_PATH, nvcc on PATH, /usr/local/cuda."""
+    cxx = env.get("CUDACXX")
+    if cxx:
+        return _lookup("cmake", os.path.dirname(os.path.dirname(cxx)), "CUDACXX")
+    for var in ("CUDAToolkit_ROOT", "CUDA_PATH"):
+        if env.get(var):
+            return _lookup("cmake", env[var], var)
+    nvcc = which_nvcc(env)
+    if nvcc:
+        # CMake resolves symlinks of the nvcc it finds.
+        return _lookup("cmake", os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "nvcc on PATH")
+    d = default_root(env)
+    return _lookup("cmake", d if os.path.isdir(d) else None, d)
+
+
+_PTXAS_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
+
+
+def ptxas_version(ptxas: str) -> str | None:
+    """`ptxas --version`'s V12.8.93 component, as Triton itself checks each candidate."""
+    try:
+        out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _PTXAS_RE.search(out)
+    return m.group(2) if m else None
+
+
+def triton_lookup(env, py: PythonEnv | None) -> Lookup | None:
+    """Triton's ptxas: TRITON_PTXAS_PATH, else the one bundled in triton/backends/nvidia/bin."""
+    if py is None or "triton" not in py.packages:
+        return None
+    override = env.get("TRITON_PTXAS_PATH")
+    if override:
+        path, via = override, "TRITON_PTXAS_PATH"
+    else:
+        path = os.path.join(py.packages["triton"].location, "triton", "backends", "nvidia", "bin", "ptxas")
+        via = "bundled with triton " + py.packages["triton"].version
+    ok = os.path.isfile(path) and os.access(path, os.X_OK)
+    version = ptxas_version(path) if ok else None
+    if version is None and ok is False and not override:
+        # Not on disk (a partial install): Triton's own table says what it would have shipped.
+        from .data import load
+
+        bundled = load("consumers.json")["triton"]["bundled_ptxas"]
+        short = ".".join(py.packages["triton"].version.split(".")[:2])
+        version = (bundled.get(short) or {}).get("version")
+    return Lookup("triton-ptxas", path, via, version, ok, ok)
+
+
+# --- the whole probe ----------------------------------------------------------------------
+
+def current_selection(env, cwd=None) -> tuple[dict | None, str | None]:
+    from . import selection
+
+    try:
+        return selection.current(cwd, env).to_json(), None
+    except selection.SelectionError as e:
+        return None, str(e)
+
+
+def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, driver: str | None = None,
+          no_gpu: bool = False, env=None, cwd=None) -> Probe:
+    """Everything the resolver and the doctor look at. Raises ProbeInputError on bad overrides."""
+    env = os.environ if env is None else env
+    archs = [normalize_arch(a) for a in archs]
+    if torch_cuda:
+        torch_cuda = check_minor(torch_cuda, "--torch-cuda")
+    if driver:
+        driver = check_driver(driver)
+    gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
+    py = python_env(python, env)
+    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env)]
+    tl = triton_lookup(env, py)
+    if tl:
+        lookups.append(tl)
+    sel, sel_err = current_selection(env, cwd)
+    notes = []
+    if py and py.error:
+        notes.append(py.error)
+    return Probe(
+        gpus=gpus, gpu_source=gsrc, driver=drv, driver_source=dsrc, python=py, lookups=lookups,
+        nvcc_on_path=which_nvcc(env), cuda_home=env.get("CUDA_HOME"), cuda_path=env.get("CUDA_PATH"),
+        selection=sel, selection_error=sel_err,
+        torch_cuda=torch_cuda or (py.torch_cuda if py else None), notes=notes,
+    )

@@ -1,0 +1,407 @@
+"""The resolver: which CUDA toolkit release fits this GPU, driver, torch and its consumers.
+
+Releases are toolkit minors ("12.8"); `cudaenv install 12.8` picks the newest patch.
+Rules, each a Constraint with its reason and source (cudaenv/data/*.json):
+  1. every visible GPU arch needs native code: a release whose ptxas lists that sm_XY;
+  2. with torch, the toolkit major must equal torch's CUDA major (cpp_extension raises
+     otherwise); recommended = torch's exact major.minor when it fits, else the lowest
+     fitting release above it;
+  3. consumer rules raise the minimum (FlashInfer's SM 12.x rules);
+  4. driver: a major outside the driver's minor-version-compatibility range cannot run;
+     a release newer than the driver's own CUDA version is only a warning (PTX JIT fails,
+     SASS runs). Compiling alone never needs a driver;
+  5. without torch, recommended = the newest fitting release;
+  6. when nothing fits, say why and give a way out; a torch build without kernels for a
+     visible GPU is flagged whatever the toolkit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from .data import load
+
+TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+
+
+# --- release and driver arithmetic ------------------------------------------------------------
+
+def key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def short(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def major(version: str) -> int:
+    return int(version.split(".")[0])
+
+
+def releases() -> list[str]:
+    """Every toolkit minor the data knows, oldest first."""
+    return sorted(load("arch_support.json")["releases"], key=key)
+
+
+def targets(release: str) -> list[str]:
+    return load("arch_support.json")["releases"].get(short(release), {}).get("sm", [])
+
+
+def can_target(release: str, sm: str) -> bool:
+    return sm in targets(release)
+
+
+def arch_window(sm: str) -> list[str]:
+    return [r for r in releases() if can_target(r, sm)]
+
+
+def _min_driver_by_minor() -> dict[str, str]:
+    """The GA (lowest patch) minimum driver of each minor: a driver that runs X.Y.0 runs X.Y."""
+    out: dict[str, str] = {}
+    table = load("drivers.json")["toolkit_min_driver"]
+    for rel in sorted(table, key=key):
+        d = table[rel]["min_driver"]
+        if d and short(rel) not in out:
+            out[short(rel)] = d
+    return out
+
+
+def min_driver(release: str) -> str | None:
+    return _min_driver_by_minor().get(short(release))
+
+
+def driver_cuda_version(driver: str) -> str | None:
+    """The newest CUDA minor whose minimum driver this driver meets (what nvidia-smi calls CUDA Version)."""
+    ok = [r for r, d in _min_driver_by_minor().items() if key(driver) >= key(d)]
+    return max(ok, key=key) if ok else None
+
+
+def compat_majors(driver: str) -> list[int]:
+    """Majors whose minor-version-compatibility floor this driver meets."""
+    floors = load("drivers.json")["minor_version_compat_min"]
+    return sorted(int(m) for m, floor in floors.items() if key(driver) >= key(floor))
+
+
+# --- torch builds ------------------------------------------------------------------------------
+
+def variant_of(torch_cuda: str) -> str:
+    return "cu" + torch_cuda.replace(".", "")
+
+
+def variant_release(variant: str) -> str:
+    digits = variant[2:]
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def _covers(build: dict, sm: str) -> bool:
+    """SASS for sm_XY runs on sm_XZ (Z >= Y, same major); PTX compute_XY JITs for anything newer."""
+    m = re.match(r"sm_(\d+?)(\d)([af]?)\Z", sm)
+    if not m:
+        return False
+    gmaj, gmin = int(m.group(1)), int(m.group(2))
+    for s in build["sm"]:
+        b = re.match(r"sm_(\d+?)(\d)\Z", s)
+        if b and int(b.group(1)) == gmaj and int(b.group(2)) <= gmin:
+            return True
+    ptx = build.get("ptx")
+    if ptx:
+        p = re.match(r"compute_(\d+?)(\d)\Z", ptx)
+        if p and (int(p.group(1)), int(p.group(2))) <= (gmaj, gmin):
+            return True
+    return False
+
+
+def torch_builds(torch_version: str | None = None, variant: str | None = None) -> list[tuple[str, str, dict]]:
+    """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`."""
+    table = load("torch_builds.json")["builds"]
+    rows = []
+    for tv in sorted(table, key=key):
+        if torch_version and short(torch_version) != tv:
+            continue
+        if variant and not torch_version and variant not in table[tv]:
+            continue
+        rows.extend((tv, v, b) for v, b in table[tv].items())
+    return rows
+
+
+def torch_build(torch_version: str | None, variant: str) -> dict | None:
+    """The build a torch install has: its own release's when known, else the newest release shipping it."""
+    rows = [r for r in torch_builds(torch_version, variant) if r[1] == variant]
+    if not rows and torch_version:
+        rows = [r for r in torch_builds(None, variant) if r[1] == variant]
+    return rows[-1][2] if rows else None
+
+
+def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | None:
+    """(torch minor, variant) of the closest torch build with kernels for every arch whose CUDA
+    release `fits`; same CUDA major as `variant` preferred, then the nearest release, then newer torch."""
+    here = key(variant_release(variant))
+    best = None
+    for tv, v, b in torch_builds(torch_version, variant):
+        rel = variant_release(v)
+        if not all(_covers(b, a) for a in archs) or not fits(rel):
+            continue
+        score = (major(rel) != here[0], abs(key(rel)[0] * 100 + key(rel)[1] - here[0] * 100 - here[1]), -key(tv)[1])
+        if best is None or score < best[0]:
+            best = (score, tv, v)
+    return (best[1], best[2]) if best else None
+
+
+def torch_fix(torch_minor: str, variant: str) -> str:
+    return f"pip install 'torch=={torch_minor}.*' --index-url {TORCH_INDEX.format(variant=variant)}"
+
+
+# --- the result --------------------------------------------------------------------------------
+
+@dataclass
+class Constraint:
+    rule: str  # "gpu-arch", "torch", "flashinfer", "driver"
+    reason: str
+    source: str
+    min: str | None = None  # lowest allowed release, inclusive
+    max: str | None = None  # highest allowed release, inclusive
+    major: int | None = None  # the only allowed major
+
+    def allows(self, release: str) -> bool:
+        if self.min and key(release) < key(self.min):
+            return False
+        if self.max and key(release) > key(self.max):
+            return False
+        return self.major is None or major(release) == self.major
+
+    def describe(self) -> str:
+        if self.major is not None:
+            rng = f"{self.major}.x"
+        elif self.min and self.max:
+            rng = f"{self.min}-{self.max}"
+        elif self.min:
+            rng = f">= {self.min}"
+        elif self.max:
+            rng = f"<= {self.max}"
+        else:
+            rng = "none"
+        return rng
+
+
+@dataclass
+class Finding:
+    severity: str  # "warning" or "error"
+    rule: str
+    message: str
+    fix: str | None = None
+    source: str | None = None
+
+
+@dataclass
+class Resolution:
+    minimum: str | None
+    recommended: str | None
+    candidates: list[str]
+    constraints: list[Constraint]
+    findings: list[Finding]
+    inputs: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        sev = {f.severity for f in self.findings}
+        return "error" if "error" in sev or self.recommended is None else "warn" if sev else "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return {"ok": 0, "warn": 1, "error": 2}[self.status]
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["schema"] = "cudaenv.resolve/1"
+        d["status"] = self.status
+        for c, obj in zip(d["constraints"], self.constraints):
+            c["range"] = obj.describe()
+        return d
+
+
+# --- rules -------------------------------------------------------------------------------------
+
+ARCH_SOURCE = "cudaenv/data/arch_support.json (ptxas --gpu-name lists of each release)"
+
+
+def arch_constraint(sm: str) -> Constraint:
+    window = arch_window(sm)
+    if not window:
+        return Constraint("gpu-arch", f"no known toolkit (11.0-{releases()[-1]}) compiles native code for {sm}",
+                          ARCH_SOURCE, min="999.0")
+    all_r = releases()
+    after = [r for r in all_r if key(r) > key(window[-1])]
+    dropped = f", dropped in {after[0]}" if after else ""
+    return Constraint("gpu-arch", f"native code for {sm}: first in {window[0]}{dropped}", ARCH_SOURCE,
+                      min=window[0], max=window[-1] if after else None)
+
+
+def torch_constraint(torch_cuda: str) -> Constraint:
+    return Constraint("torch", f"torch is built with CUDA {torch_cuda}: its cpp_extension refuses a toolkit "
+                      f"of another major",
+                      "torch/utils/cpp_extension.py _check_cuda_version", major=major(torch_cuda))
+
+
+def flashinfer_constraints(version: str, archs) -> list[Constraint]:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return []
+    out = []
+    for rule in load("consumers.json")["flashinfer"]["sm12_rules"]:
+        if v not in SpecifierSet(rule["flashinfer"]):
+            continue
+        hit = [a for a in archs if _in_sm_range(a, rule.get("sm_min"), rule.get("sm_max"))]
+        if hit:
+            out.append(Constraint("flashinfer", f"FlashInfer {version} on {', '.join(hit)}: \"{rule['error_text']}\"",
+                                  "flashinfer compilation_context._normalize_cuda_arch", min=rule["min_cuda"]))
+    return out
+
+
+def _sm_num(sm: str) -> int:
+    return int(re.match(r"sm_(\d+)", sm).group(1))
+
+
+def _in_sm_range(sm: str, lo: str | None, hi: str | None) -> bool:
+    n = _sm_num(sm)
+    # Rules are about one family (SM 12.x): stay inside the family of `lo`.
+    if lo and (n < _sm_num(lo) or n // 10 != _sm_num(lo) // 10):
+        return False
+    return not (hi and n > _sm_num(hi))
+
+
+def driver_constraint(driver: str) -> Constraint | None:
+    majors = compat_majors(driver)
+    floors = load("drivers.json")["minor_version_compat_min"]
+    src = "cudaenv/data/drivers.json (minor-version compatibility floors)"
+    if not majors:
+        return Constraint("driver", f"driver {driver} is below every supported floor ({', '.join(f'{m}.x >= {f}' for m, f in floors.items())})",
+                          src, min="999.0")
+    top = max(majors)
+    newer = [m for m in floors if int(m) > top]
+    if not newer:
+        return None
+    top_release = max((r for r in releases() if major(r) == top), key=key)
+    return Constraint("driver", f"driver {driver} runs CUDA {'/'.join(f'{m}.x' for m in majors)} "
+                      f"({newer[0]}.x needs >= {floors[newer[0]]})", src, max=top_release)
+
+
+# --- the resolver ------------------------------------------------------------------------------
+
+def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
+         flashinfer: str | None = None) -> Resolution:
+    """Resolve from explicit inputs (what `resolve` derives from a probe)."""
+    archs = list(dict.fromkeys(archs))
+    constraints = [arch_constraint(a) for a in archs]
+    if torch_cuda:
+        constraints.append(torch_constraint(torch_cuda))
+    if flashinfer:
+        constraints += flashinfer_constraints(flashinfer, archs)
+    if driver:
+        dc = driver_constraint(driver)
+        if dc:
+            constraints.append(dc)
+    inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
+              "flashinfer": flashinfer}
+    findings: list[Finding] = []
+    candidates = [r for r in releases() if all(c.allows(r) for c in constraints)]
+    if torch_cuda and archs:
+        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints)
+    if not candidates:
+        findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints))
+        return Resolution(None, None, [], constraints, findings, inputs)
+    minimum = candidates[0]
+    if torch_cuda:
+        above = [r for r in candidates if key(r) >= key(torch_cuda)]
+        recommended = above[0] if above else candidates[-1]
+    else:
+        recommended = candidates[-1]
+    if driver:
+        findings += driver_findings(driver, minimum, recommended)
+    if torch_cuda and short(recommended) != short(torch_cuda):
+        findings.append(Finding("warning", "torch", f"torch is built with CUDA {torch_cuda} and the toolkit would be "
+                                f"{recommended}: a different minor only warns when building extensions",
+                                None, "torch/utils/cpp_extension.py _check_cuda_version"))
+    return Resolution(minimum, recommended, candidates, constraints, findings, inputs)
+
+
+def torch_arch_findings(archs, torch_cuda, torch_version, constraints) -> list[Finding]:
+    variant = variant_of(torch_cuda)
+    build = torch_build(torch_version, variant)
+    if build is None:
+        return []
+    missing = [a for a in archs if not _covers(build, a)]
+    if not missing:
+        return []
+    label = f"torch {short(torch_version)}+{variant}" if torch_version else f"torch {variant}"
+    others = [c for c in constraints if c.rule != "torch"]
+    way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
+    fix = None
+    if way:
+        fix = f"{torch_fix(*way)} && cudaenv install {variant_release(way[1])}"
+    return [Finding("error", "torch-arch",
+                    f"{label} lacks {', '.join(missing)}: its own kernels cover {', '.join(build['sm'])}"
+                    + (f" (+PTX {build['ptx']})" if build.get("ptx") else ""),
+                    fix, "cudaenv/data/torch_builds.json")]
+
+
+def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding:
+    why = "; ".join(f"{c.reason} [{c.describe()}]" for c in constraints)
+    others = [c for c in constraints if c.rule != "torch"]
+    fits = [r for r in releases() if all(c.allows(r) for c in others)]
+    if torch_cuda and fits:
+        variant = variant_of(torch_cuda)
+        way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
+        blocking = [c.reason for c in others if not any(c.allows(r) and major(r) == major(torch_cuda) for r in releases())]
+        msg = (f"no CUDA {major(torch_cuda)}.x toolkit fits torch {variant}: " + "; ".join(blocking or [why]))
+        if way:
+            tk = variant_release(way[1])
+            tk = tk if tk in fits else next((r for r in fits if key(r) >= key(tk)), fits[-1])
+            return Finding("error", "impossible", msg + f". Way out: use torch {way[0]}+{way[1]} and toolkit {tk}",
+                           f"{torch_fix(*way)} && cudaenv install {tk}", "cudaenv/data/torch_builds.json")
+        return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}",
+                       f"cudaenv install {fits[-1]}")
+    windows = [c for c in constraints if c.rule == "gpu-arch"]
+    if len(windows) > 1 and not [r for r in releases() if all(c.allows(r) for c in windows)]:
+        return Finding("error", "impossible", "no single toolkit compiles native code for every GPU: "
+                       + "; ".join(c.reason for c in windows)
+                       + ". Way out: restrict CUDA_VISIBLE_DEVICES to one generation, or build per GPU", None)
+    drv = [c for c in constraints if c.rule == "driver"]
+    if drv:
+        need = [r for r in releases() if all(c.allows(r) for c in constraints if c.rule != "driver")]
+        if need:
+            d = min_driver(need[0])
+            return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {need[0]} is the lowest "
+                           f"release that fits the rest" + (f" and needs driver >= {d}" if d else ""),
+                           f"install NVIDIA driver >= {d}" if d else None)
+    return Finding("error", "impossible", f"no toolkit release satisfies: {why}", None)
+
+
+def driver_findings(driver, minimum, recommended) -> list[Finding]:
+    dcv = driver_cuda_version(driver)
+    if dcv and key(recommended) > key(dcv):
+        return [Finding("warning", "driver", f"driver {driver} supports CUDA {dcv}; {recommended} is newer: "
+                        "SASS runs, but PTX built by it fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
+                        f"install NVIDIA driver >= {min_driver(recommended) or 'the ' + recommended + ' release driver'}",
+                        "cudaenv/data/drivers.json")]
+    return []
+
+
+def resolve(probe=None, **probe_args) -> Resolution:
+    """Resolve for this machine (or the given Probe); probe_args as for cudaenv.probe.probe()."""
+    if probe is None:
+        from .probe import probe as run_probe
+
+        probe = run_probe(**probe_args)
+    py = probe.python
+    torch_version = py.version("torch") if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
+    return plan(probe.archs, probe.torch_cuda, torch_version, probe.driver, py.version("flashinfer") if py else None)
+
+
+def recommended_release(probe=None, **probe_args) -> str | None:
+    """The release `install --auto` / `local --auto` should use ("13.0"), or None when nothing fits."""
+    return resolve(probe, **probe_args).recommended
