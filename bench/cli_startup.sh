@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Wall time of `cudaenv which nvcc` and `cudaenv version` (target: <= 60 ms median),
+# next to the bare interpreter start-up measured in the same run.
+#
+# cudaenv is installed (not editable) into a fresh venv, so the numbers are what
+# a user gets; an editable install adds its import finder (~10 ms) to every run.
+# Usage: bash bench/cli_startup.sh [runs]
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${1:-40}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q "$repo" >/dev/null 2>&1
+py="$work/venv/bin/python"
+cli="$work/venv/bin/cudaenv"
+
+# A store with two managed toolkits and a project five directories below its .cuda-version.
+"$py" - "$work" "$repo/tests" <<'PY'
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from toolkits import managed
+root = Path(sys.argv[1]) / "root"
+managed(root, "12.8.1"); managed(root, "13.0.2")
+proj = Path(sys.argv[1]) / "proj"
+(proj / "a/b/c/d/e").mkdir(parents=True)
+(proj / ".cuda-version").write_text("13.0\n")
+PY
+export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
+(cd "$work" && "$py" -c "from cudaenv.shims import rehash; rehash()")
+cd "$work/proj/a/b/c/d/e"
+
+hyperfine -N --warmup 5 --runs "$runs" --export-json "$work/cli.json" \
+  -n "python3 -c pass (baseline)" "$py -c pass" \
+  -n "cudaenv which nvcc" "$cli which nvcc" \
+  -n "cudaenv version" "$cli version" \
+  -n "cudaenv --help (click)" "$cli --help" >/dev/null
+
+"$py" - "$work/cli.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+base = res[0]["median"]
+print(f"{'command':32} {'median ms':>10} {'vs baseline':>12}")
+for r in res:
+    print(f"{r['command']:32} {r['median']*1000:10.1f} {r['median']/base:11.2f}x")
+PY
