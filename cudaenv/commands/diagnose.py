@@ -1,0 +1,106 @@
+"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.resolve and cudaenv.doctor."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+_PLAN_OPTIONS = [
+    click.option("--python", "python", metavar="PATH", help="Target Python (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)."),
+    click.option("--arch", "archs", multiple=True, metavar="SM", help="Plan for this GPU arch instead of the visible GPUs (repeatable), e.g. sm_120."),
+    click.option("--torch-cuda", metavar="X.Y", help="Plan for a torch built with this CUDA, e.g. 13.0."),
+    click.option("--driver", metavar="VERSION", help="Plan for this driver, e.g. 580.65.06."),
+    click.option("--no-gpu", is_flag=True, help="Compile only: ignore GPUs and the driver."),
+    click.option("--json", "as_json", is_flag=True, help="Print a JSON object (stable schema, see docs/api.md)."),
+]
+
+
+def plan_options(f):
+    for opt in reversed(_PLAN_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def _probe(python, archs, torch_cuda, driver, no_gpu):
+    from ..probe import ProbeInputError, probe
+
+    try:
+        return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu)
+    except ProbeInputError as e:
+        click.echo(f"cudaenv: {e}", err=True)
+        sys.exit(1)
+
+
+def render_resolution(r) -> str:
+    lines = []
+    if r.recommended:
+        lines.append(f"minimum:     {r.minimum}")
+        lines.append(f"recommended: {r.recommended}")
+    else:
+        lines.append("no toolkit release fits")
+    for c in r.constraints:
+        lines.append(f"  [{c.describe()}] {c.reason}  ({c.source})")
+    for f in r.findings:
+        lines.append(f"{f.severity}: {f.message}")
+        if f.fix:
+            lines.append(f"  fix: {f.fix}")
+    if r.recommended:
+        lines.append(f"install: cudaenv install {r.recommended} && cudaenv local {r.recommended}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv resolve                                  # for this machine's GPUs, driver and torch
+  cudaenv resolve --arch sm_120 --torch-cuda 13.0  # plan for another machine
+  cudaenv resolve --arch sm_90 --driver 570.124.06 --json
+Exit status: 0 fits, 1 fits with warnings, 2 errors (nothing fits, or torch lacks a GPU's kernels).""")
+@plan_options
+def resolve(python, archs, torch_cuda, driver, no_gpu, as_json):
+    """Minimum and recommended toolkit release for the GPU, driver and torch."""
+    from ..resolve import resolve as run
+
+    r = run(_probe(python, archs, torch_cuda, driver, no_gpu))
+    if as_json:
+        click.echo(json.dumps(r.to_json(), indent=2))
+    else:
+        click.echo(render_resolution(r), nl=False)
+    sys.exit(r.exit_code)
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv doctor                      # every check, with the command that fixes it
+  cudaenv doctor --python .venv/bin/python
+  cudaenv doctor --json | jq .status
+  cudaenv doctor --fix --yes          # clear JIT caches built by another toolkit
+Exit status: 0 all ok, 1 warnings, 2 errors.""")
+@plan_options
+@click.option("--fix", is_flag=True, help="Clear stale JIT caches (asks first).")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before clearing.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only problems.")
+def doctor(python, archs, torch_cuda, driver, no_gpu, as_json, fix, yes, quiet):
+    """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
+    from .. import doctor as doc
+    from .. import jitcache
+
+    p = _probe(python, archs, torch_cuda, driver, no_gpu)
+    report = doc.doctor(p)
+    if fix and report.stale_caches:
+        n = len(report.stale_caches)
+        noun = "entry" if n == 1 else "entries"
+        if yes or click.confirm(f"Remove {n} stale JIT cache {noun}?", default=False, err=True):
+            removed = [e.path for e in report.stale_caches if jitcache.remove(e.path)]
+            click.echo(f"removed {len(removed)} stale JIT cache {noun}", err=True)
+            report = doc.doctor(p)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        text = doc.render(report)
+        if quiet:
+            text = "".join(l + "\n" for l in text.splitlines() if not l.startswith("[ok]"))
+        click.echo(text, nl=False)
+    sys.exit(report.exit_code)
+
