@@ -34,6 +34,9 @@ from .progress import Progress, quiet
 from .sources import Artifact, SourceError, Unreachable
 
 CHUNK = 1 << 20
+# Network reads are smaller: a chunk cut short by a dropped connection is lost,
+# and what was written before it is where the Range request resumes.
+NET_CHUNK = 64 << 10
 _SHA_RE = re.compile(r"[0-9a-f]{64}\Z")
 USER_AGENT = "cudaenv (+https://github.com/cudaenv/cudaenv)"
 
@@ -282,7 +285,7 @@ class Downloader:
                     self.progress.item_done(f"  {art.filename}: resuming at {offset} bytes")
                 with open(part, mode) as fout:
                     try:
-                        self._copy(resp.iter_content(CHUNK), fout, art, transferred)
+                        self._copy(resp.iter_content(NET_CHUNK), fout, art, transferred)
                     except requests.exceptions.RequestException:
                         raise
                     except Exception as e:  # urllib3 protocol errors surface here

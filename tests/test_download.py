@@ -1,0 +1,156 @@
+"""The download engine against a real loopback HTTP server with injected faults."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+
+import pytest
+
+from cudaenv import download
+from cudaenv.download import Downloader, DownloadError
+from cudaenv.sources import Artifact, Unreachable
+from httpserver import FileServer
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUDAENV_RETRY_BACKOFF", "0.01")
+    monkeypatch.setenv("CUDAENV_DOWNLOAD_RETRIES", "3")
+    return tmp_path
+
+
+@pytest.fixture
+def server(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    with FileServer(files) as srv:
+        yield srv
+
+
+def publish(srv: FileServer, name: str, size: int = 300_000) -> Artifact:
+    data = os.urandom(size)
+    (srv.root / name).write_bytes(data)
+    return Artifact(component=name, version="1", url=srv.url + name, sha256=hashlib.sha256(data).hexdigest(),
+                    size=len(data), filename=name, kind="tar.xz")
+
+
+def test_download_then_cache_hit_makes_no_request(env, server):
+    art = publish(server, "a.bin")
+    first = Downloader().fetch(art)
+    assert first.downloaded == art.size and first.path.read_bytes() == (server.root / "a.bin").read_bytes()
+    second = Downloader().fetch(art)
+    assert second.downloaded == 0
+    assert server.hits("a.bin") == 1
+
+
+def test_dropped_connection_is_resumed_with_range(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "drop", times=1)
+    got = Downloader().fetch(art)
+    assert hashlib.sha256(got.path.read_bytes()).hexdigest() == art.sha256
+    ranges = [r for r in server.requests if r[1] == "a.bin"]
+    assert ranges[0][2] is None and ranges[1][3] == 206
+    resumed_at = int(ranges[1][2].removeprefix("bytes=").rstrip("-"))
+    # What arrived before the drop was kept: only the rest crossed the wire again.
+    assert 0 < resumed_at <= art.size // 2
+    assert got.downloaded == art.size
+
+
+def test_server_that_ignores_range_restarts_cleanly(env, tmp_path):
+    files = tmp_path / "plain"
+    files.mkdir()
+    with FileServer(files, ranges=False) as srv:
+        art = publish(srv, "a.bin")
+        srv.fault("a.bin", "drop", times=1)
+        got = Downloader().fetch(art)
+        assert hashlib.sha256(got.path.read_bytes()).hexdigest() == art.sha256
+
+
+def test_500_then_success(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "status500", times=2)
+    assert Downloader().fetch(art).path.is_file()
+    assert [r[3] for r in server.requests] == [500, 500, 200]
+
+
+def test_persistent_500_fails_after_retries(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "status500", times=None)
+    with pytest.raises(DownloadError, match=r"a.bin: failed after 4 attempts \(last error: HTTP 500\)"):
+        Downloader().fetch(art)
+
+
+def test_wrong_body_is_a_checksum_error_and_nothing_is_cached(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "wrong_body", times=None)
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        Downloader().fetch(art)
+    assert not download.cached_path(art.sha256).exists()
+    assert not download.cached_path(art.sha256).with_name(art.sha256 + ".part").exists()
+
+
+def test_truncated_body_is_a_size_error(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "truncate", times=None)
+    with pytest.raises(DownloadError, match=f"size mismatch: expected {art.size} bytes, got {art.size // 2}"):
+        Downloader().fetch(art)
+
+
+def test_404_names_the_url(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "404", times=None)
+    with pytest.raises(DownloadError, match=r"a.bin: HTTP 404"):
+        Downloader().fetch(art)
+    assert server.hits("a.bin") == 1  # a 404 is not retried
+
+
+def test_corrupted_cache_entry_is_replaced(env, server):
+    art = publish(server, "a.bin")
+    path = Downloader().fetch(art).path
+    path.write_bytes(b"x" * art.size)
+    again = Downloader().fetch(art)
+    assert again.downloaded == art.size and hashlib.sha256(again.path.read_bytes()).hexdigest() == art.sha256
+
+
+def test_parallel_fetch_all_and_first_error_wins(env, server):
+    arts = [publish(server, f"f{i}.bin", 100_000 + i) for i in range(6)]
+    report = Downloader(jobs_limit=3).fetch_all(arts)
+    assert report.downloaded_bytes == sum(a.size for a in arts) and report.cache_hits == 0
+    assert Downloader().fetch_all(arts).cache_hits == 6
+    bad = publish(server, "bad.bin")
+    bad.sha256 = "0" * 64
+    with pytest.raises(DownloadError, match="bad.bin: sha256 mismatch"):
+        Downloader(jobs_limit=3).fetch_all([bad] + [publish(server, f"g{i}.bin") for i in range(3)])
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_unreachable_host_is_reported_as_unreachable(env):
+    url = f"http://127.0.0.1:{_closed_port()}/redistrib_13.0.2.json"
+    with pytest.raises(Unreachable, match=r"127.0.0.1:\d+ is unreachable"):
+        download.fetch_bytes(url)
+
+
+def test_invalid_sha_never_becomes_a_path(env):
+    with pytest.raises(DownloadError, match="invalid sha256"):
+        download.cached_path("../../etc/passwd")
+
+
+def test_file_url_is_verified_too(env, tmp_path):
+    data = b"abc" * 1000
+    src = tmp_path / "mirror.bin"
+    src.write_bytes(data)
+    art = Artifact("x", "1", src.as_uri(), hashlib.sha256(data).hexdigest(), len(data), "mirror.bin", "tar.xz")
+    assert Downloader().fetch(art).path.read_bytes() == data
+    art2 = Artifact("y", "1", src.as_uri(), "1" * 64, len(data), "mirror.bin", "tar.xz")
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        Downloader().fetch(art2)

@@ -1,0 +1,162 @@
+"""Safe extraction: real tar.xz, tar and zip archives, good and hostile."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cudaenv import extract
+from cudaenv.extract import UnsafeArchive
+from redist_mirror import write_tar_xz
+
+TOP = "cuda_nvcc-linux-x86_64-13.0.48-archive"
+
+
+def good_entries(top=TOP):
+    return [
+        (f"{top}", "dir", None, 0o755),
+        (f"{top}/bin/nvcc", "file", "#!/bin/sh\necho nvcc\n", 0o755),
+        (f"{top}/include/cuda.h", "file", "/* cuda */\n", 0o644),
+        (f"{top}/lib/libx.so.13", "file", b"\x7fELF", 0o755),
+        (f"{top}/lib/libx.so", "symlink", "libx.so.13", 0),
+        (f"{top}/lib/libx_copy.so", "hardlink", f"{top}/lib/libx.so.13", 0),
+    ]
+
+
+def test_tar_xz_strips_top_dir_and_keeps_modes_and_links(tmp_path):
+    arc = tmp_path / f"{TOP}.tar.xz"
+    write_tar_xz(arc, good_entries())
+    dest = tmp_path / "root"
+    written = extract.extract_artifact(arc, "tar.xz", dest, TOP)
+    assert (dest / "bin" / "nvcc").read_text().startswith("#!/bin/sh")
+    assert os.access(dest / "bin" / "nvcc", os.X_OK)
+    assert not os.access(dest / "include" / "cuda.h", os.X_OK)
+    assert os.readlink(dest / "lib" / "libx.so") == "libx.so.13"
+    assert os.stat(dest / "lib" / "libx_copy.so").st_ino == os.stat(dest / "lib" / "libx.so.13").st_ino
+    assert "bin/nvcc" in written and not (dest / TOP).exists()
+
+
+def test_tar_xz_without_subdir_strips_whatever_top_dir(tmp_path):
+    arc = tmp_path / "a.tar.xz"
+    write_tar_xz(arc, good_entries("anything-archive"))
+    extract.extract_artifact(arc, "tar.xz", tmp_path / "root", "")
+    assert (tmp_path / "root" / "bin" / "nvcc").is_file()
+
+
+def test_setuid_and_sticky_bits_are_dropped(tmp_path):
+    arc = tmp_path / "a.tar.xz"
+    write_tar_xz(arc, [(f"{TOP}/bin/suid", "file", "x", 0o6755), (f"{TOP}/d", "dir", None, 0o1777)])
+    extract.extract_artifact(arc, "tar.xz", tmp_path / "root", TOP)
+    assert stat.S_IMODE(os.stat(tmp_path / "root" / "bin" / "suid").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(tmp_path / "root" / "d").st_mode) == 0o777
+
+
+@pytest.mark.parametrize("entries, why", [
+    ([(f"{TOP}/../evil", "file", "x", 0o644)], "'..'"),
+    ([("/etc/evil", "file", "x", 0o644)], "absolute path"),
+    ([(f"{TOP}/lib/esc", "symlink", "/etc/passwd", 0)], "points outside"),
+    ([(f"{TOP}/lib/esc", "symlink", "../../..", 0)], "points outside"),
+    ([(f"{TOP}/lib/hl", "hardlink", "/etc/passwd", 0)], "absolute path"),
+    ([(f"{TOP}/lib/hl", "hardlink", f"{TOP}/../outside", 0)], "'..'"),
+    ([(f"{TOP}/lib/hl", "hardlink", "other-top/file", 0)], "outside the extracted tree"),
+    ([(f"{TOP}/fifo", "fifo", None, 0o644)], "fifo"),
+    ([(f"{TOP}/dev", "chr", None, 0o644)], "device"),
+])
+def test_hostile_members_are_refused(tmp_path, entries, why):
+    arc = tmp_path / "bad.tar.xz"
+    write_tar_xz(arc, [(f"{TOP}/ok", "file", "fine", 0o644)] + entries)
+    dest = tmp_path / "stage" / "root"
+    with pytest.raises(UnsafeArchive) as e:
+        extract.extract_artifact(arc, "tar.xz", dest, TOP)
+    assert why in str(e.value) and "bad.tar.xz" in str(e.value)
+    assert not (tmp_path / "stage" / "evil").exists() and not (tmp_path / "evil").exists()
+
+
+def test_write_through_symlinked_parent_is_refused(tmp_path):
+    # `sub/up -> ..` stays inside; `sub/up/up2 -> ..` also looks local but resolves out.
+    outside = tmp_path / "stage"
+    arc = tmp_path / "a.tar.xz"
+    write_tar_xz(arc, [
+        (f"{TOP}/sub/up", "symlink", "..", 0),
+        (f"{TOP}/sub/up/sub2/x", "file", "ok", 0o644),  # written inside: root/sub2/x
+        (f"{TOP}/link", "symlink", "sub/up/..", 0),      # resolves to root/.. -> refused
+    ])
+    with pytest.raises(UnsafeArchive, match="points outside"):
+        extract.extract_artifact(arc, "tar.xz", outside / "root", TOP)
+    assert (outside / "root" / "sub2" / "x").read_text() == "ok"
+
+
+def test_order_dependent_link_escape_is_caught_by_verify_links(tmp_path):
+    # `a -> b/..` is harmless while b is absent; once b -> .. exists, a escapes.
+    arc = tmp_path / "a.tar.xz"
+    write_tar_xz(arc, [(f"{TOP}/d/a", "symlink", "b/..", 0), (f"{TOP}/d/b", "symlink", "..", 0)])
+    root = tmp_path / "stage" / "root"
+    extract.extract_artifact(arc, "tar.xz", root, TOP)
+    # d/a -> d/b/.. -> (root)/.. : outside
+    with pytest.raises(UnsafeArchive, match="resolves outside"):
+        extract.verify_links(root)
+
+
+def test_extract_tar_contract_for_deb_data(tmp_path):
+    """The apt source passes a stream-mode TarFile of a .deb's data.tar and a subdir."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in (("./usr/local/cuda-13.0/bin/nvcc", b"nvcc"), ("./usr/share/doc/x/copyright", b"c")):
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode = len(data), 0o755
+            tar.addfile(ti, io.BytesIO(data))
+    buf.seek(0)
+    with tarfile.open(fileobj=buf, mode="r|") as tar:
+        written = extract.extract_tar(tar, tmp_path / "root", "usr/local/cuda-13.0")
+    assert written == ["bin/nvcc"]
+    assert (tmp_path / "root" / "bin" / "nvcc").read_bytes() == b"nvcc"
+    assert not (tmp_path / "root" / "usr").exists()
+
+
+def _wheel(path: Path, members):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data, mode in members:
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (mode | stat.S_IFREG) << 16
+            zf.writestr(info, data)
+
+
+def test_wheel_members_under_subdir(tmp_path):
+    whl = tmp_path / "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux_2_27_x86_64.whl"
+    _wheel(whl, [("nvidia/cu13/bin/nvcc", "#!/bin/sh\n", 0o755),
+                 ("nvidia/cu13/include/cuda.h", "/* h */", 0o644),
+                 ("nvidia_cuda_nvcc-13.0.88.dist-info/RECORD", "", 0o644)])
+    written = extract.extract_artifact(whl, "whl", tmp_path / "root", "nvidia/cu13")
+    assert sorted(written) == ["bin/nvcc", "include/cuda.h"]
+    assert os.access(tmp_path / "root" / "bin" / "nvcc", os.X_OK)
+
+
+def test_wheel_with_dotdot_is_refused(tmp_path):
+    whl = tmp_path / "bad.whl"
+    _wheel(whl, [("nvidia/cu13/../../evil", "x", 0o644)])
+    with pytest.raises(UnsafeArchive, match="'..'"):
+        extract.extract_artifact(whl, "whl", tmp_path / "root", "nvidia/cu13")
+
+
+def test_corrupt_archive_is_a_clear_error(tmp_path):
+    arc = tmp_path / "junk.tar.xz"
+    arc.write_bytes(b"not xz at all")
+    with pytest.raises(UnsafeArchive, match="junk.tar.xz: not a valid tar.xz"):
+        extract.extract_artifact(arc, "tar.xz", tmp_path / "root", TOP)
+
+
+def test_cancel_stops_between_members(tmp_path):
+    arc = tmp_path / "a.tar.xz"
+    write_tar_xz(arc, good_entries())
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(extract.Cancelled):
+        extract.extract_artifact(arc, "tar.xz", tmp_path / "root", TOP, ev)
+    assert not (tmp_path / "root" / "bin").exists()

@@ -1,0 +1,140 @@
+"""The redist source against NVIDIA's real manifests (copied into a file:// mirror) and a fixture mirror."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cudaenv import components
+from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease
+from cudaenv.sources.redist import RedistSource, parse_listing
+from httpserver import FileServer
+from redist_mirror import RedistMirror
+
+REAL = Path("/work/shared/reference/cuda/redist")
+if not REAL.is_dir():  # the checked-in copy of the same files, when present
+    REAL = Path(__file__).parent / "data" / "redist"
+
+
+@pytest.fixture(scope="module")
+def real_mirror(tmp_path_factory):
+    if not REAL.is_dir():
+        pytest.skip(f"real NVIDIA manifests not found at {REAL}")
+    d = tmp_path_factory.mktemp("real")
+    for f in REAL.glob("redistrib_*.json"):
+        shutil.copy(f, d / f.name)
+    return d
+
+
+def source(mirror: Path, platform="linux-x86_64") -> RedistSource:
+    return RedistSource(mirror.as_uri() + "/", platform)
+
+
+def test_listing_parses_nvidia_index_html():
+    html = ('<a href="redistrib_12.8.1.json">redistrib_12.8.1.json</a>\n'
+            '<a href="redistrib_13.0.0.json">x</a><a href="redistrib_13.0.0.json">dup</a>'
+            '<a href="redistrib_013.0.0.json">leading zero</a><a href="redistrib_1.2.json">short</a>'
+            '<a href="cuda_nvcc/">cuda_nvcc/</a>')
+    assert parse_listing(html) == ["12.8.1", "13.0.0"]
+
+
+def test_releases_from_real_manifest_names(real_mirror):
+    rels = source(real_mirror).releases()
+    assert "11.8.0" in rels and "13.4.2" in rels and rels == sorted(rels, key=lambda r: tuple(map(int, r.split("."))))
+
+
+def test_11_8_without_release_label(real_mirror):
+    plan = source(real_mirror).plan("11.8.0", "minimal")
+    names = [a.component for a in plan.artifacts]
+    # nvvm and crt live inside cuda_nvcc before 13.0.
+    assert names == ["cuda_nvcc", "cuda_cudart", "cuda_cccl"]
+    nvcc = plan.artifacts[0]
+    assert nvcc.version == "11.8.89" and nvcc.kind == "tar.xz"
+    assert nvcc.subdir == "cuda_nvcc-linux-x86_64-11.8.89-archive"
+    assert nvcc.url.endswith("/cuda_nvcc/linux-x86_64/cuda_nvcc-linux-x86_64-11.8.89-archive.tar.xz")
+    assert len(nvcc.sha256) == 64 and isinstance(nvcc.size, int) and nvcc.size > 1_000_000
+
+
+def test_13_0_minimal_has_split_nvvm_and_crt(real_mirror):
+    names = [a.component for a in source(real_mirror).plan("13.0.0", "minimal").artifacts]
+    assert names == ["cuda_nvcc", "libnvvm", "cuda_crt", "cuda_cudart", "cuda_cccl"]
+
+
+def test_13_3_uses_cccl_key(real_mirror):
+    names = [a.component for a in source(real_mirror).plan("13.3.1", "minimal").artifacts]
+    assert "cccl" in names and "cuda_cccl" not in names
+
+
+@pytest.mark.parametrize("release", ["11.8.0", "12.9.1", "13.0.0", "13.3.1", "13.4.2"])
+def test_full_never_picks_non_toolkit_packages(real_mirror, release):
+    names = {a.component for a in source(real_mirror).plan(release, "full").artifacts}
+    banned = {"nvidia_driver", "fabricmanager", "nsight_compute", "nsight_systems", "cuda_documentation",
+              "visual_studio_integration", "mft", "collectx_bringup", "imex", "libnvidia_nscq", "cuda_compat"}
+    assert not names & banned
+    assert {"cuda_nvcc", "cuda_cudart", "libcublas", "libcufft"} <= names
+    assert all(components.is_toolkit_package(n) for n in names)
+
+
+def test_build_profile(real_mirror):
+    names = {a.component for a in source(real_mirror).plan("13.0.0", "build").artifacts}
+    assert {"cuda_nvrtc", "libcublas", "libcusparse", "libcusolver", "libcurand", "libcufft",
+            "cuda_nvtx", "libnvjitlink", "cuda_profiler_api"} <= names
+    assert "cuda_gdb" not in names
+
+
+def test_platforms_follow_the_manifests(real_mirror):
+    assert source(real_mirror, "linux-aarch64").plan("12.9.1", "minimal").artifacts
+    with pytest.raises(SourceError, match="no nvcc archive for linux-aarch64"):
+        source(real_mirror, "linux-aarch64").plan("13.0.0", "minimal")
+    sbsa = source(real_mirror, "linux-sbsa").plan("13.0.0", "minimal")
+    assert all("linux-sbsa" in a.url for a in sbsa.artifacts)
+
+
+def test_with_generic_and_package_names(real_mirror):
+    src = source(real_mirror)
+    names = [a.component for a in src.plan("13.0.0", "minimal", {"cupti", "cuda_gdb"}).artifacts]
+    assert "cuda_cupti" in names and "cuda_gdb" in names
+    with pytest.raises(UnknownComponent, match="unknown component 'nvidia_driver'"):
+        src.plan("13.0.0", "minimal", {"nvidia_driver"})
+    with pytest.raises(UnknownComponent, match="unknown component 'bogus'"):
+        src.plan("13.0.0", "minimal", {"bogus"})
+
+
+def test_unknown_release(real_mirror):
+    with pytest.raises(UnknownRelease):
+        source(real_mirror).plan("12.5.0", "minimal")
+
+
+def test_hostile_manifest_values_are_rejected(tmp_path):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
+    m.set_entry("13.0.2", "cuda_cudart", relative_path="../../etc/passwd.tar.xz")
+    with pytest.raises(SourceError, match="invalid relative_path"):
+        source(m.root).plan("13.0.2", "minimal")
+    m.set_entry("13.0.2", "cuda_cudart", relative_path="cuda_cudart/x.tar.xz", sha256="abc")
+    with pytest.raises(SourceError, match="invalid sha256"):
+        source(m.root).plan("13.0.2", "minimal")
+
+
+def test_release_label_must_match_file_name(tmp_path):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
+    m.manifests["13.0.2"]["release_label"] = "13.0.1"
+    m.write_manifest("13.0.2")
+    with pytest.raises(SourceError, match="does not match 13.0.2"):
+        source(m.root).plan("13.0.2", "minimal")
+
+
+def test_over_http_with_index_page(tmp_path):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("12.8.1", packages=("cuda_nvcc", "cuda_cudart", "cuda_cccl"))
+    with FileServer(m.root) as srv:
+        src = RedistSource(srv.url, "linux-x86_64")
+        assert src.releases() == ["12.8.1"]
+        plan = src.plan("12.8.1", "minimal")
+        assert [a.url.startswith(srv.url) for a in plan.artifacts] == [True] * 3
+        srv.fault("redistrib_12.8.1.json", "404", times=None)
+        with pytest.raises(SourceError, match="redistrib_12.8.1.json: HTTP 404"):
+            RedistSource(srv.url, "linux-x86_64").plan("12.8.1", "minimal")
