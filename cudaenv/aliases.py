@@ -88,12 +88,30 @@ def write(table: dict[str, Entry]) -> None:
                 os.unlink(d / name)
             except FileNotFoundError:
                 pass
+    # Mark the table as built now, even when no entry changed (see is_stale).
+    os.utime(d)
+
+
+def is_stale() -> bool:
+    """True when the table was never built, or versions/ changed after it was.
+
+    Installs and uninstalls rehash themselves; this catches a toolkit copied in
+    or deleted by hand. Two stats, so it is cheap enough for every lookup.
+    """
+    try:
+        built = os.stat(store.aliases_dir()).st_mtime_ns
+    except FileNotFoundError:
+        return True
+    try:
+        return os.stat(store.versions_dir()).st_mtime_ns > built
+    except FileNotFoundError:
+        return False
 
 
 def lookup(spec: Spec) -> Entry | None:
-    """The entry for a validated spec, rehashing first if the table was never built."""
+    """The entry for a validated spec, rebuilding the table first when it is stale."""
     d = store.aliases_dir()
-    if not d.is_dir():
+    if is_stale():
         from .shims import rehash
 
         rehash()

@@ -223,3 +223,20 @@ def test_default_root_follows_xdg(tmp_path):
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
     p = run(["root"], env, tmp_path)
     assert p.stdout.strip() == str(tmp_path / "xdg" / "cudaenv")
+
+
+def test_local_auto_uses_the_resolver(tmp_path):
+    from fakemachine import Machine
+
+    m = Machine(tmp_path, gpus="rtx-pro-6000", torch="2.9.0+cu130")
+    env = m.env()
+    # Not installed yet: refused with the install command, nothing written.
+    p = run(["local", "--auto", "--python", m.python], env, m.proj)
+    assert p.returncode == 127 and "cudaenv install 13.0" in p.stderr, p.stderr
+    assert not (m.proj / ".cuda-version").exists()
+    m.managed_toolkit("13.0.2")
+    p = run(["local", "--auto", "--python", m.python], env, m.proj)
+    assert p.returncode == 0, p.stderr
+    assert "recommends 13.0" in p.stderr
+    assert (m.proj / ".cuda-version").read_text() == "13.0\n"
+    assert run(["local", "--auto", "12.8"], env, m.proj).returncode == 1

@@ -140,14 +140,37 @@ Examples:
   cudaenv local 12.8 --force  # write it even though 12.8 is not installed yet
   cudaenv local               # show this directory's version file value
   cudaenv local --unset       # remove ./.cuda-version
+  cudaenv local --auto        # what `cudaenv resolve` recommends for this GPU/torch/driver
 """)
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Remove the .cuda-version in this directory.")
 @click.option("--force", is_flag=True, help="Write the version even if it is not installed.")
-def local(version, unset, force):
+@click.option("--auto", is_flag=True, help="Use the release `cudaenv resolve` recommends here.")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="With --auto: the Python whose torch and JIT libraries count.")
+def local(version, unset, force, auto, python):
     """Select a toolkit for this directory and below (.cuda-version)."""
+    if auto:
+        if version or unset:
+            _fail("--auto takes no VERSION and no --unset")
+        version = _auto_release(python)
     path = selection.current_dir() / selection.VERSION_FILE
     _write_version_file(path, version, unset, force, "local")
+
+
+def _auto_release(python: str | None) -> str:
+    """The resolver's recommended release, or a one-line error saying why there is none."""
+    from .. import resolve
+    from ..probe import ProbeInputError
+
+    try:
+        res = resolve.resolve(python=python)
+    except ProbeInputError as e:
+        _fail(str(e))
+    if not res.recommended:
+        _fail("the resolver found no toolkit that fits this machine; run 'cudaenv resolve' to see why", 2)
+    click.echo(f"cudaenv resolve recommends {res.recommended} (minimum {res.minimum})", err=True)
+    return res.recommended
 
 
 @click.command("global", epilog="""\b
