@@ -13,6 +13,8 @@ import json
 import os
 import platform
 import socket
+import subprocess
+import sys
 import threading
 import urllib.request
 import zipfile
@@ -482,6 +484,63 @@ def test_dev_symlinks_keep_existing_names_and_pick_the_newest(tmp_path):
     assert pypi.add_dev_symlinks(lib) == ["libfoo.so"]
     assert os.readlink(lib / "libfoo.so") == "libfoo.so.13"
     assert not (lib / "libbar.so").is_symlink()
+
+
+# -- through `cudaenv install` ----------------------------------------------------
+
+
+def cudaenv_cli(tmp_path: Path, index_url: str, *args: str, cwd: Path | None = None):
+    env = dict(os.environ)
+    env.update(
+        CUDAENV_ROOT=str(tmp_path / "root"),
+        CUDAENV_CACHE_DIR=str(tmp_path / "cache"),
+        CUDAENV_PYPI_URL=index_url,
+        CUDAENV_SYSTEM_SEARCH=str(tmp_path / "no-system-toolkits"),
+    )
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDAENV_VERSION"):
+        env.pop(var, None)
+    return subprocess.run([sys.executable, "-m", "cudaenv", *args], env=env, cwd=cwd or tmp_path,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_install_from_a_local_index(local_index, tmp_path):
+    proc = cudaenv_cli(tmp_path, local_index.url, "install", "13.0", "--source", "pypi", "--json", "-q")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    summary = summary[0] if isinstance(summary, list) else summary
+    assert (summary["release"], summary["source"]) == ("13.0.2", "pypi")
+    tree = tmp_path / "root" / "versions" / "13.0.2"
+    receipt = json.loads((tree / ".cudaenv-receipt.json").read_text())
+    assert receipt["components"]["nvidia-cuda-runtime"]["version"] == "13.0.96.1"
+    assert json.loads((tree / "version.json").read_text())["cuda_nvcc"]["version"] == "13.0.88"
+    assert os.readlink(tree / "lib" / "libcudart.so") == "libcudart.so.13"
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".cuda-version").write_text("13.0\n")
+    which = cudaenv_cli(tmp_path, local_index.url, "which", "nvcc", cwd=project)
+    assert which.returncode == 0 and Path(which.stdout.strip()) == tree / "bin" / "nvcc"
+
+
+def test_cli_install_refuses_a_component_with_the_wrong_sha256(local_index, tmp_path):
+    nvcc = next(f for f in local_index.projects["nvidia-cuda-nvcc"]
+                if f["filename"].startswith("nvidia_cuda_nvcc-13.0.88-") and MACHINE in f["filename"])
+    nvcc["hashes"]["sha256"] = "f" * 64
+    proc = cudaenv_cli(tmp_path, local_index.url, "install", "13.0", "--source", "pypi", "-q")
+    assert proc.returncode == 2
+    assert "sha256 mismatch" in proc.stderr and nvcc["filename"] in proc.stderr
+    versions = tmp_path / "root" / "versions"
+    assert not versions.exists() or not any(versions.iterdir())
+    staging = tmp_path / "root" / "staging"
+    assert not staging.exists() or not any(p for p in staging.iterdir() if not p.name.startswith("."))
+
+
+def test_cli_bad_input_exits_1_and_old_releases_get_the_hint(local_index, tmp_path):
+    proc = cudaenv_cli(tmp_path, local_index.url, "install", "13.0", "--source", "pypi", "--with", "cuobjdump", "-q")
+    assert proc.returncode == 1 and "'cuobjdump' is not offered by cuda-toolkit 13.0.2" in proc.stderr
+    proc = cudaenv_cli(tmp_path, local_index.url, "install", "12.8", "--source", "pypi", "-q")
+    assert proc.returncode == 2 and "--source redist or --source apt" in proc.stderr
+    assert not (tmp_path / "root" / "versions" / "12.8.1").exists()
 
 
 # -- the real PyPI --------------------------------------------------------------
