@@ -48,7 +48,7 @@ from pathlib import Path
 
 from .. import components, store
 from ..versions import InvalidVersion, Release
-from . import Artifact, Plan, SourceError, Unreachable
+from . import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable
 
 DEFAULT_BASE = "https://developer.download.nvidia.com/compute/cuda/repos/"
 DISTROS = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
@@ -349,6 +349,7 @@ class AptState:
 
     def __init__(self, url: str, keyring: Path, arch: str, base: Path | None = None):
         self.url, self.arch = url, arch
+        self.source_keyring = Path(keyring)  # what the user named; apt reads the copy in the state
         key_bytes = Path(keyring).read_bytes()
         # One state per (repository, keyring): switching keyrings can never reuse lists the old one verified.
         digest = hashlib.sha256(url.encode() + b"\0" + arch.encode() + b"\0" + key_bytes).hexdigest()[:16]
@@ -420,16 +421,22 @@ _UNREACHABLE_HINTS = ("Could not connect", "Could not resolve", "Temporary failu
                       "Connection timed out", "No route to host", "Network is unreachable", "Connection refused")
 
 
-def update_error(url: str, messages: list[str]) -> SourceError:
+def update_error(url: str, keyring: Path, messages: list[str]) -> SourceError:
     """The one-line error for a failed update; network failures are Unreachable (auto moves on)."""
-    text = " ".join(m.strip() for m in messages if m.strip())
-    text = re.sub(r"\s+", " ", text)
-    if any(h in text for h in _UNREACHABLE_HINTS) and "signature" not in text.lower():
-        return Unreachable(f"apt: {url} did not answer: {text[:300]}")
-    if "NO_PUBKEY" in text or "not signed" in text or "signature" in text.lower() or "Hash Sum mismatch" in text \
-            or "Hashes" in text or "BADSIG" in text or "File has unexpected size" in text:
-        return SourceError(f"apt: refusing {url}: its signature or checksums do not verify against the keyring "
-                           f"({text[:300]})")
+    text = re.sub(r"\s+", " ", " ".join(m.strip() for m in messages if m.strip()))
+    refusing = f"apt: refusing {url}:"
+    nopubkey = re.search(r"NO_PUBKEY ([0-9A-F]+)", text)
+    if nopubkey:
+        return SourceError(f"{refusing} it is signed by key {nopubkey.group(1)}, which is not in the keyring {keyring}")
+    if "BADSIG" in text or "signatures were invalid" in text:
+        return SourceError(f"{refusing} its Release signature is invalid (tampered or corrupt), checked with {keyring}")
+    if "is not signed" in text:
+        return SourceError(f"{refusing} the repository is not signed (no valid InRelease or Release.gpg)")
+    if "Hash Sum mismatch" in text or "unexpected size" in text:
+        return SourceError(f"{refusing} its package index does not match the checksums in its signed Release "
+                           "(tampered or mid-update)")
+    if any(h in text for h in _UNREACHABLE_HINTS):
+        return Unreachable(f"apt: {url} did not answer: {text[:200]}")
     return SourceError(f"apt: updating {url} failed: {text[:300]}")
 
 
@@ -454,7 +461,7 @@ class CliBackend:
         if proc.returncode != 0:
             lines = [l for l in (proc.stderr + "\n" + proc.stdout).splitlines()
                      if l.startswith(("E:", "W:", "Err:", "  ")) and "index files failed" not in l]
-            raise update_error(self.state.url, [l.removeprefix("E:").removeprefix("W:") for l in lines])
+            raise update_error(self.state.url, self.state.source_keyring, [l.removeprefix("E:").removeprefix("W:") for l in lines])
 
     def resolve(self, packages: list[str]) -> list[tuple[str, str]]:
         proc = self._run(["apt-get", "-q", "-s", "--no-install-recommends", "install", *packages])
@@ -561,9 +568,9 @@ class PythonBackend:
         try:
             ok = apt_pkg.Cache(None).update(progress, sources)
         except SystemError as e:
-            raise update_error(self.state.url, progress.failures + [str(e)]) from None
+            raise update_error(self.state.url, self.state.source_keyring, progress.failures + [str(e)]) from None
         if not ok or progress.failures:
-            raise update_error(self.state.url, progress.failures or ["unknown error"])
+            raise update_error(self.state.url, self.state.source_keyring, progress.failures or ["unknown error"])
 
     def resolve(self, packages: list[str]) -> list[tuple[str, str]]:
         self._init()
@@ -652,11 +659,11 @@ class AptSource:
             elif _NAME_RE.match(item) and item in index.names:
                 name = item  # an apt package name, given with --with
             else:
-                raise SourceError(f"apt: unknown component {item[:40]!r}: allowed are "
+                raise UnknownComponent(f"apt: unknown component {item[:40]!r}: allowed are "
                                   f"{', '.join(sorted(PACKAGE_STEMS))} or a package name in {index.origin}")
             if name not in index.names:
                 if item in REQUIRED or item in extra:
-                    raise SourceError(f"apt: {index.origin} has no package {name} for CUDA {release.short}")
+                    raise UnknownComponent(f"apt: {index.origin} has no package {name} for CUDA {release.short}")
                 notes.append(f"{name} is not in the repository; skipped")
                 continue
             if name not in wanted:
@@ -668,7 +675,7 @@ class AptSource:
         index = self.index()
         if str(release) not in index.releases():
             offered = ", ".join(index.releases()) or "none"
-            raise SourceError(f"apt: CUDA {release} is not in {index.origin} (it offers: {offered})")
+            raise UnknownRelease(f"apt: CUDA {release} is not in {index.origin} (it offers: {offered})")
         wanted, notes = self.profile_packages(release, profile, extra)
         with self.state.locked():
             self.state.write_status(index)

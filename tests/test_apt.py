@@ -1,0 +1,372 @@
+"""The apt source against a real, signed repository served on 127.0.0.1.
+
+Real apt (python-apt's apt_pkg and apt-get), real gpg signatures, real .debs.
+Every apt state lives under the test's CUDAENV_ROOT; /etc/apt is never read or
+written, and nothing is installed into /usr/local.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import apt_repo
+from httpserver import FileServer
+from toolkits import base_env
+
+from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease, Unreachable
+from cudaenv.sources import apt
+
+pytestmark = pytest.mark.skipif(not (shutil.which("apt-get") and shutil.which("gpg") and shutil.which("dpkg-deb")
+                                     and shutil.which("apt-ftparchive")),
+                                reason="needs apt-get, gpg, dpkg-deb and apt-ftparchive")
+
+BACKENDS = ["python", "cli"]
+MINIMAL_13_0_2 = {
+    "cuda-nvcc-13-0": "13.0.88", "cuda-crt-13-0": "13.0.88", "cuda-nvvm-13-0": "13.0.88",
+    "cuda-cudart-13-0": "13.0.96", "cuda-cudart-dev-13-0": "13.0.96", "cuda-cccl-13-0": "13.0.85",
+}
+
+
+def _python_apt_loads() -> bool:
+    return apt.load_apt_pkg() is not None
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    if request.param == "python" and not _python_apt_loads():
+        pytest.skip("python-apt (apt_pkg) cannot be loaded for this Python")
+    monkeypatch.setenv("CUDAENV_APT_BACKEND", request.param)
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def signing_key(tmp_path_factory):
+    return apt_repo.make_key(tmp_path_factory.mktemp("gnupg"))
+
+
+@pytest.fixture(scope="session")
+def good_repo(tmp_path_factory, signing_key):
+    """A signed repository with 12.8.1, 13.0.0 and 13.0.2 (built once per session)."""
+    root = tmp_path_factory.mktemp("aptrepo")
+    apt_repo.build_repo(root, key=signing_key)
+    return root
+
+
+@pytest.fixture
+def server(good_repo):
+    with FileServer(good_repo) as srv:
+        yield srv
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, signing_key):
+    """An isolated cudaenv: its own root and cache, the test key as NVIDIA's keyring."""
+    for k, v in base_env(tmp_path / "cudaenv").items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CUDAENV_APT_KEYRING", str(signing_key.keyring))
+    monkeypatch.delenv("CUDAENV_APT_BACKEND", raising=False)
+    return tmp_path
+
+
+def source_for(url: str) -> apt.AptSource:
+    return apt.AptSource(url=url, arch="amd64")
+
+
+def _copy_repo(good_repo: Path, dest: Path) -> Path:
+    shutil.copytree(good_repo / "repo", dest / "repo")
+    return dest
+
+
+# -- releases and plans --------------------------------------------------------
+
+def test_releases_come_from_the_meta_packages(env, server, backend):
+    src = source_for(server.url + "repo/")
+    assert src.releases() == ["12.8.1", "13.0.0", "13.0.2"]
+    # The private state holds everything apt used: nothing of it lives in /etc/apt.
+    state = src.state.dir
+    assert state.is_relative_to(env / "cudaenv" / "apt")
+    assert (state / "etc" / "sources.list").read_text().startswith(f"deb [signed-by={state}/keyring.gpg] ")
+    assert list((state / "lists").glob("*_InRelease"))
+
+
+def test_minimal_plan_is_the_closure_from_the_verified_index(env, server, good_repo, backend):
+    plan = source_for(server.url + "repo/").plan("13.0.2", "minimal")
+    assert {a.component: a.version for a in plan.artifacts} == MINIMAL_13_0_2
+    # System packages that NVIDIA's packages depend on are never planned.
+    names = {a.component for a in plan.artifacts}
+    assert not names & {"libc6", "libgcc-s1", "libxcb-xinerama0"}
+    for a in plan.artifacts:
+        deb = good_repo / "repo" / a.filename
+        assert a.kind == "deb" and a.subdir == "usr/local/cuda-13.0"
+        assert a.url == server.url + "repo/" + a.filename
+        assert a.size == deb.stat().st_size
+        assert a.sha256 == hashlib.sha256(deb.read_bytes()).hexdigest()
+    assert plan.source == "apt" and plan.release == "13.0.2" and plan.platform == "linux-amd64"
+
+
+def test_older_release_gets_its_own_component_versions(env, server, backend):
+    """apt alone would take the newest cuda-nvcc-13-0; the meta package's constraints pin 13.0.0's."""
+    plan = source_for(server.url + "repo/").plan("13.0.0", "minimal")
+    versions = {a.component: a.version for a in plan.artifacts}
+    assert versions["cuda-nvcc-13-0"] == "13.0.48"
+    assert versions["cuda-cudart-dev-13-0"] == "13.0.48"
+    assert versions["cuda-cccl-13-0"] == "13.0.50"
+
+
+def test_both_backends_plan_the_same(env, server, monkeypatch):
+    if not _python_apt_loads():
+        pytest.skip("python-apt (apt_pkg) cannot be loaded for this Python")
+    plans = {}
+    for be in BACKENDS:
+        monkeypatch.setenv("CUDAENV_APT_BACKEND", be)
+        src = source_for(server.url + "repo/")
+        assert type(src.backend).__name__.lower().startswith(be)
+        plans[be] = [(rel, prof, sorted((a.component, a.version, a.sha256) for a in src.plan(rel, prof).artifacts))
+                     for rel in ("12.8.1", "13.0.0", "13.0.2") for prof in ("minimal", "build")]
+    assert plans["python"] == plans["cli"]
+
+
+def test_profile_mapping(env, server, backend):
+    src = source_for(server.url + "repo/")
+    build = src.plan("13.0.2", "build")
+    names = {a.component for a in build.artifacts}
+    assert set(MINIMAL_13_0_2) <= names
+    assert {"libcublas-dev-13-0", "libcublas-13-0"} <= names  # cublas -> libcublas-dev + its runtime
+    # Components this repository lacks are skipped with a note, not silently.
+    assert any("cuda-nvrtc-dev-13-0" in n for n in build.notes)
+    # --with takes a generic component or a package name from the repository.
+    with_cublas = {a.component for a in src.plan("13.0.2", "minimal", {"cublas"}).artifacts}
+    assert "libcublas-dev-13-0" in with_cublas
+    with_nsys = {a.component for a in src.plan("13.0.2", "minimal", {"nsight-systems-2025.3.2"}).artifacts}
+    assert "nsight-systems-2025.3.2" in with_nsys and "libxcb-xinerama0" not in with_nsys
+
+
+def test_profile_stems_map_every_generic_component():
+    from cudaenv import components
+
+    assert set(apt.PACKAGE_STEMS) == set(components.KNOWN)
+    assert apt.PACKAGE_STEMS["cudart"] == "cuda-cudart-dev"
+
+
+def test_unknown_component_and_release_are_refused(env, server, backend):
+    src = source_for(server.url + "repo/")
+    with pytest.raises(UnknownComponent, match="unknown component 'no-such-thing'"):
+        src.plan("13.0.2", "minimal", {"no-such-thing"})
+    with pytest.raises(UnknownComponent, match="libnpp-dev-13-0"):
+        src.plan("13.0.2", "minimal", {"npp"})  # asked for explicitly: not silently skipped
+    with pytest.raises(UnknownRelease, match=r"CUDA 13\.0\.1 is not in .*offers: 12\.8\.1, 13\.0\.0, 13\.0\.2"):
+        src.plan("13.0.1", "minimal")
+    with pytest.raises(ValueError, match="unknown profile"):
+        src.plan("13.0.2", "huge")
+
+
+# -- verification --------------------------------------------------------------
+
+def _refused(url: str, match: str):
+    with pytest.raises(SourceError, match=match) as info:
+        source_for(url).releases()
+    assert "\n" not in str(info.value)
+    return info.value
+
+
+def test_tampered_packages_index_is_refused(env, tmp_path, good_repo, backend):
+    root = _copy_repo(good_repo, tmp_path / "tampered")
+    for name in ("Packages",):
+        p = root / "repo" / name
+        p.write_text(p.read_text().replace("Version: 13.0.88-1", "Version: 13.0.89-1", 1))
+    subprocess.run(["gzip", "-9nkf", "Packages"], cwd=root / "repo", check=True)
+    with FileServer(root) as srv:
+        _refused(srv.url + "repo/", "package index does not match the checksums in its signed Release")
+
+
+def test_tampered_release_is_refused(env, tmp_path, good_repo, backend):
+    root = _copy_repo(good_repo, tmp_path / "tampered")
+    inrelease = root / "repo" / "InRelease"
+    inrelease.write_text(inrelease.read_text().replace("Label: NVIDIA CUDA", "Label: NVIDIA CUDB"))
+    with FileServer(root) as srv:
+        _refused(srv.url + "repo/", "Release signature is invalid")
+
+
+def test_tampered_release_with_detached_signature_is_refused(env, tmp_path, good_repo, backend):
+    root = _copy_repo(good_repo, tmp_path / "tampered")
+    (root / "repo" / "InRelease").unlink()
+    release = root / "repo" / "Release"
+    release.write_text(release.read_text().replace("Origin: NVIDIA", "Origin: NVIDIB"))
+    with FileServer(root) as srv:
+        _refused(srv.url + "repo/", "Release signature is invalid")
+
+
+def test_unsigned_repository_is_refused(env, tmp_path, good_repo, backend):
+    root = _copy_repo(good_repo, tmp_path / "unsigned")
+    (root / "repo" / "InRelease").unlink()
+    (root / "repo" / "Release.gpg").unlink()
+    with FileServer(root) as srv:
+        _refused(srv.url + "repo/", "repository is not signed")
+
+
+def test_wrong_keyring_is_refused(env, tmp_path, server, monkeypatch, backend, signing_key):
+    other = apt_repo.make_key(tmp_path / "other-gnupg", "someone else")
+    monkeypatch.setenv("CUDAENV_APT_KEYRING", str(other.keyring))
+    _refused(server.url + "repo/", f"signed by key {signing_key.fingerprint[-16:]}, which is not in the keyring "
+                                   f"{other.keyring}")
+
+
+def test_a_failed_update_never_falls_back_to_old_lists(env, tmp_path, good_repo, backend):
+    """apt keeps the previous lists when verification fails; cudaenv must not use them."""
+    root = _copy_repo(good_repo, tmp_path / "repo-then-tampered")
+    with FileServer(root) as srv:
+        url = srv.url + "repo/"
+        assert source_for(url).releases()
+        inrelease = root / "repo" / "InRelease"
+        inrelease.write_text(inrelease.read_text().replace("Label: NVIDIA CUDA", "Label: tampered"))
+        _refused(url, "Release signature is invalid")
+
+
+def test_unreachable_repository(env, backend):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(Unreachable, match=f"127.0.0.1:{port}"):
+        source_for(f"http://127.0.0.1:{port}/repo/").releases()
+
+
+# -- configuration -------------------------------------------------------------
+
+def test_bad_configuration_is_a_clear_error(env, monkeypatch):
+    monkeypatch.setenv("CUDAENV_APT_REPO", "http://example.invalid/a b")
+    with pytest.raises(SourceError, match="CUDAENV_APT_REPO=.*http.*URL"):
+        apt.repo_url()
+    monkeypatch.setenv("CUDAENV_APT_REPO", "http://127.0.0.1:9/x")
+    assert apt.repo_url() == "http://127.0.0.1:9/x/"
+    monkeypatch.delenv("CUDAENV_APT_REPO")
+    monkeypatch.setenv("CUDAENV_APT_DISTRO", "ubuntu2404")
+    assert apt.repo_url() == f"{apt.DEFAULT_BASE}ubuntu2404/{apt.host_arch()[0]}/"
+    monkeypatch.setenv("CUDAENV_APT_DISTRO", "../../x")
+    with pytest.raises(SourceError, match="CUDAENV_APT_DISTRO=.*allowed are debian12, ubuntu2204, ubuntu2404"):
+        apt.repo_url()
+    monkeypatch.setenv("CUDAENV_APT_KEYRING", str(env / "missing.gpg"))
+    with pytest.raises(SourceError, match="CUDAENV_APT_KEYRING=.*no such file"):
+        apt.keyring_path()
+    monkeypatch.setenv("CUDAENV_APT_BACKEND", "rpm")
+    with pytest.raises(SourceError, match="CUDAENV_APT_BACKEND='rpm': allowed are python, cli"):
+        apt.backend_for(None)
+
+
+def test_missing_keyring_names_cuda_keyring(env, monkeypatch):
+    monkeypatch.delenv("CUDAENV_APT_KEYRING")
+    monkeypatch.setattr(apt, "SHIPPED_KEYRING", env / "none.gpg")
+    monkeypatch.setattr(apt, "SYSTEM_KEYRING", env / "none2.gpg")
+    with pytest.raises(SourceError, match="cuda-keyring"):
+        apt.keyring_path()
+
+
+def test_host_distro_from_os_release():
+    text = Path("/etc/os-release").read_text()
+    info = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    key = (info.get("ID", "").strip('"'), info.get("VERSION_ID", "").strip('"'))
+    if key in apt.DISTROS:
+        assert apt.host_distro() == apt.DISTROS[key]
+    else:
+        with pytest.raises(SourceError, match="no repository for"):
+            apt.host_distro()
+
+
+def test_python_apt_loads_without_joining_dist_packages():
+    before = list(sys.path)
+    mod = apt.load_apt_pkg()
+    if mod is None:
+        pytest.skip("python-apt (apt_pkg) is not installed for this Python")
+    assert sys.path == before
+    assert hasattr(mod, "version_compare")
+
+
+# -- index hygiene -------------------------------------------------------------
+
+STANZAS = """Package: good
+Version: 1.0-1
+Filename: ./good_1.0-1_amd64.deb
+Size: 10
+SHA256: {sha}
+Depends: libc6 (>= 2.17), other (= 2.0), upper (<< 3), good-dep | alt-foreign
+
+Package: good-dep
+Version: 1.0-1
+Filename: ./good-dep_1.0-1_amd64.deb
+Size: 10
+SHA256: {sha}
+
+Package: escape
+Version: 1.0-1
+Filename: ../../etc/passwd.deb
+Size: 10
+SHA256: {sha}
+
+Package: absolute
+Version: 1.0-1
+Filename: /etc/x.deb
+Size: 10
+SHA256: {sha}
+
+Package: Bad;Name
+Version: 1.0-1
+Filename: ./b.deb
+Size: 10
+SHA256: {sha}
+
+Package: nohash
+Version: 1.0-1
+Filename: ./n.deb
+Size: 10
+SHA256: 1234
+"""
+
+
+def test_index_drops_entries_it_cannot_use_safely():
+    index = apt.Index(apt.parse_stanzas(STANZAS.format(sha="a" * 64)), "test")
+    assert index.names == {"good", "good-dep"}
+    foreign = index.foreign_dependencies()
+    assert foreign["other"] == "2.0"
+    assert foreign["upper"] == "0~"
+    assert "libc6" in foreign and "alt-foreign" in foreign and "good-dep" not in foreign
+
+
+# -- end to end: the shared install pipeline -----------------------------------
+
+def test_install_end_to_end(env, server, backend, monkeypatch):
+    from cudaenv import install
+
+    monkeypatch.setenv("CUDAENV_APT_REPO", server.url + "repo/")
+    result = install.install("13.0", source="apt", profile="minimal")
+    root = env / "cudaenv" / "versions" / "13.0.2"
+    assert result.release == "13.0.2" and Path(result.root) == root
+    out = subprocess.run([str(root / "bin" / "nvcc"), "--version"], capture_output=True, text=True, check=True)
+    assert "release 13.0, V13.0.88" in out.stdout
+    # Relocated from usr/local/cuda-13.0; files outside it (docs, ld.so.conf.d) are not taken.
+    assert (root / "include" / "cuda_runtime.h").read_text().startswith("/* cuda_runtime.h 13.0.2")
+    assert (root / "targets/x86_64-linux/include/crt/host_config.h").is_file()
+    assert not (root / "usr").exists() and not (root / "etc").exists()
+    assert '"version": "13.0.2"' in (root / "version.json").read_text()
+    got = {r[1] for r in server.requests if r[0] == "GET" and r[1].endswith(".deb")}
+    assert {p.split("/")[-1].split("_")[0] for p in got} == set(MINIMAL_13_0_2)
+    assert not any("libc6" in p or "libgcc" in p for p in got)
+
+
+def test_install_cli_end_to_end(env, server, tmp_path):
+    """`cudaenv install --source apt` in a subprocess, with the CLI backend and the pure-Python .deb reader."""
+    e = dict(os.environ, CUDAENV_APT_REPO=server.url + "repo/", CUDAENV_APT_BACKEND="cli",
+             CUDAENV_DEB_READER="python")
+    proc = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.0", "--source", "apt", "--profile",
+                           "build"], capture_output=True, text=True, env=e)
+    assert proc.returncode == 0, proc.stderr
+    root = env / "cudaenv" / "versions" / "13.0.0"
+    out = subprocess.run([str(root / "bin" / "nvcc"), "--version"], capture_output=True, text=True, check=True)
+    assert "release 13.0, V13.0.48" in out.stdout
+    assert (root / "targets/x86_64-linux/include/cublas_v2.h").is_file()
