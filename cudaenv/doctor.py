@@ -166,8 +166,14 @@ class Doctor:
             return
         rel = self.in_use_release
         if not rel:
-            self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but finds no toolkit",
-                     "torch.utils.cpp_extension needs nvcc to build extensions.", self.toolkit_fix())
+            l = self.p.lookup("torch")
+            if l and l.path and l.via in ("CUDA_HOME", "CUDA_PATH"):
+                fix = f"export {l.via}={self.selected_root}" if self.selected_root else f"unset {l.via}"
+                self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but its {l.via}={l.path} has no nvcc",
+                         "torch.utils.cpp_extension needs nvcc to build extensions.", fix)
+            else:
+                self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but finds no toolkit",
+                         "torch.utils.cpp_extension needs nvcc to build extensions.", self.toolkit_fix())
             return
         text = load("consumers.json")["torch_cpp_extension"]["error_text"].format(found=rs.short(rel), torch=tc)
         if rs.major(rel) != rs.major(tc):
@@ -283,8 +289,11 @@ class Doctor:
                       self.check_torch, self.check_gpu_targets, self.check_torch_arch, self.check_flashinfer,
                       self.check_triton, self.check_pip_headers, self.check_driver, self.check_caches):
             check()
-        fixes = [c.fix for c in self.checks if c.status == "error" and c.fix]
-        top = self.toolkit_fix() if self.toolkit_fix() in fixes else (fixes[0] if fixes else None)
+        # One command to print last: a broken CUDA_HOME first (nothing else works until it is
+        # fixed), then switching toolkits, then whatever the first error says.
+        errors = {c.id: c.fix for c in self.checks if c.status == "error" and c.fix}
+        tk = self.toolkit_fix()
+        top = errors.get("cuda-home") or (tk if tk in errors.values() else next(iter(errors.values()), None))
         return Report(self.checks, self.p, self.recommended, top, self.stale)
 
 
@@ -321,3 +330,14 @@ def render(report: Report) -> str:
     if report.fix:
         lines += ["", f"To fix: {report.fix}"]
     return "\n".join(lines) + "\n"
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """`cudaenv.doctor(...)` is the API, but importing this submodule makes the package
+    attribute `cudaenv.doctor` this module; calling the module calls the function."""
+
+    def __call__(self, *args, **kwargs):
+        return doctor(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

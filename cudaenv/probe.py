@@ -506,3 +506,14 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         selection=sel, selection_error=sel_err,
         torch_cuda=torch_cuda or (py.torch_cuda if py else None), notes=notes,
     )
+
+
+class _CallableModule(__import__("types").ModuleType):
+    """`cudaenv.probe(...)` is the API, but importing this submodule makes the package
+    attribute `cudaenv.probe` this module; calling the module calls the function."""
+
+    def __call__(self, *args, **kwargs):
+        return probe(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,176 @@
+"""cudaenv doctor end to end through the CLI (real subprocesses) on fake machines:
+the RTX PRO 6000 + torch cu130 + CUDA 12.8 + FlashInfer 0.6 failure before and after
+`cudaenv install 13.0 && cudaenv local 13.0`, golden human output, the JSON schema,
+the CUDA_HOME trap, Triton's ptxas, stale JIT caches and --fix."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cudaenv import jitcache
+from fakemachine import Machine
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1"
+
+
+def golden(name: str, text: str, m: Machine):
+    text = text.replace(str(m.tmp), "<TMP>")
+    path = GOLDEN / name
+    if UPDATE:  # CUDAENV_UPDATE_GOLDEN=1 rewrites them after an intended change
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+@pytest.fixture
+def failing(tmp_path):
+    """The reported failure: sm_120, torch 2.9+cu130, only a CUDA 12.8 nvcc, FlashInfer 0.6."""
+    m = Machine(tmp_path, flashinfer="0.6.1", triton="3.5.0", pip_cuda="13.0")
+    m.cuda128 = m.system_toolkit("12.8.1")
+    return m
+
+
+def fixed_env(m: Machine) -> dict:
+    """After `cudaenv install 13.0 && cudaenv local 13.0`: the env `cudaenv exec` applies."""
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    return m.env(path_first=[m.cuda128 / "bin"])
+
+
+def test_failure_then_fixed(failing):
+    m = failing
+    r = m.cli("doctor", "--python", m.python, env=m.env(path_first=[m.cuda128 / "bin"]))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "[error] torch-toolkit" in r.stdout
+    assert "[error] flashinfer-sm12" in r.stdout and '"SM 12.x requires CUDA >= 12.9"' in r.stdout
+    assert "[error] pip-headers" in r.stdout
+    assert r.stdout.rstrip().endswith("To fix: cudaenv install 13.0 && cudaenv local 13.0")
+    golden("doctor_failure.txt", r.stdout, m)
+
+    env = fixed_env(m)
+    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--python", m.python, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "[warn]" not in r.stdout and "[error]" not in r.stdout
+    golden("doctor_fixed.txt", r.stdout, m)
+
+
+def test_fixed_through_hook_variables(failing):
+    """The same, with the variables the shell hook sets instead of `cudaenv exec`."""
+    from cudaenv.environment import toolkit_env
+
+    m = failing
+    env = fixed_env(m)
+    env.update(toolkit_env(m.toolkits["managed:13.0.2"], env))
+    r = m.cli("doctor", "--python", m.python, env=env)
+    assert r.returncode == 0, r.stdout
+
+
+def test_json_schema(failing):
+    m = failing
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[m.cuda128 / "bin"]))
+    assert r.returncode == 2
+    data = json.loads(r.stdout)
+    assert set(data) == {"schema", "status", "exit_code", "fix", "recommended", "checks", "probe"}
+    assert (data["schema"], data["status"], data["exit_code"]) == ("cudaenv.doctor/1", "error", 2)
+    assert data["recommended"] == "13.0"
+    assert data["fix"] == "cudaenv install 13.0 && cudaenv local 13.0"
+    ids = [c["id"] for c in data["checks"]]
+    assert len(ids) == len(set(ids))
+    for c in data["checks"]:
+        assert set(c) == {"id", "status", "verdict", "explanation", "fix"}
+        assert c["status"] in ("ok", "warn", "error")
+        assert c["verdict"] and "\n" not in c["verdict"]
+        assert (c["fix"] is None) == (c["status"] == "ok")
+    probe = data["probe"]
+    assert probe["gpus"][0]["sm"] == "sm_120" and probe["driver"] == "580.65.06"
+    assert probe["torch_cuda"] == "13.0"
+
+
+def test_cuda_home_trap(tmp_path):
+    m = Machine(tmp_path, torch="2.8.0+cu128")
+    tk = m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    r = m.cli("doctor", "--python", m.python, env=m.env(path_first=[tk / "bin"], CUDA_HOME="/nonexistent"))
+    assert r.returncode == 2
+    assert "[error] cuda-home: CUDA_HOME=/nonexistent does not exist" in r.stdout
+    assert f"fix: export CUDA_HOME={tk}" in r.stdout
+    assert "[warn]  env-agree" in r.stdout  # CUDA_HOME and nvcc on PATH disagree
+    golden("doctor_cuda_home.txt", r.stdout, m)
+
+
+def test_triton_ptxas_cannot_target_spark(tmp_path):
+    m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--python", m.python, env=m.env())
+    assert r.returncode == 2, r.stdout
+    assert "[error] triton-ptxas: Triton's ptxas 12.8.93" in r.stdout and "sm_121" in r.stdout
+    assert f"fix: export TRITON_PTXAS_PATH={tk}/bin/ptxas" in r.stdout
+    assert "Value 'sm_121a' is not defined" in r.stdout
+
+
+def test_consumers_disagree_and_driver_too_old(tmp_path):
+    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.9.0+cu130")
+    managed = m.managed_toolkit("13.0.2")
+    system = m.system_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[system / "bin"]))
+    checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+    assert checks["torch-finds"]["status"] == "warn" and str(system) in checks["torch-finds"]["verdict"]
+    assert checks["torch-toolkit"]["status"] == "error"
+    env = m.env(path_first=[system / "bin"])
+    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--json", "--python", m.python, env=env)
+    checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+    assert checks["driver"]["status"] == "error"
+    assert checks["driver"]["fix"] == "install NVIDIA driver >= 580.65.06"
+    assert str(managed) in checks["selected-toolkit"]["verdict"]
+
+
+def test_stale_caches_and_fix(failing):
+    m = failing
+    fi = m.flashinfer_cache(m.cuda128)
+    te = m.torch_ext_cache(m.cuda128)
+    tr_old = m.triton_cache("8.5", key="OLD")
+    tr_now = m.triton_cache("8.7", key="NOW")  # Triton's bundled ptxas 12.8 emits PTX ISA 8.7
+    env = fixed_env(m)
+    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--python", m.python, env=env)
+    assert r.returncode == 1, r.stdout
+    assert "[warn]  jit-caches: 3 stale JIT cache entries (flashinfer, torch_extensions, triton)" in r.stdout
+    # Declining the prompt removes nothing.
+    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--fix", "--python", m.python, env=env, input="n\n")
+    assert fi.exists() and te.exists() and r.returncode == 1
+    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--fix", "--python", m.python, env=env, input="y\n")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "removed 3 stale JIT cache entries" in r.stderr
+    assert not fi.exists() and not te.exists() and not tr_old.exists() and tr_now.exists()
+
+
+def test_clear_jit_caches_api(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    tk = m.system_toolkit("12.8.1")
+    fi = m.flashinfer_cache(tk)
+    tr = m.triton_cache("8.7")
+    env = m.env()
+    assert jitcache.clear_jit_caches(confirm=lambda prompt: False, env=env) == []
+    asked = []
+    removed = jitcache.clear_jit_caches(confirm=lambda prompt: asked.append(prompt) or True, env=env)
+    assert sorted(removed) == sorted([str(fi), str(tr)]) and len(asked) == 1
+    assert not fi.exists() and not tr.exists()
+    # Entries outside the cache roots are never removed.
+    assert jitcache.remove(str(tmp_path / "proj"), env) is False and (tmp_path / "proj").exists()
+
+
+def test_python_api(failing):
+    import cudaenv
+
+    m = failing
+    env = m.env(path_first=[m.cuda128 / "bin"])
+    report = cudaenv.doctor(env=env, python=m.python)
+    assert report.exit_code == 2 and report.fix == "cudaenv install 13.0 && cudaenv local 13.0"
+    res = cudaenv.resolve(report.probe)
+    assert (res.minimum, res.recommended) == ("13.0", "13.0")
+    assert cudaenv.probe(env=env, python=m.python).torch_cuda == "13.0"

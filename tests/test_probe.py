@@ -1,0 +1,99 @@
+"""Probes on fake machines: nvidia-smi output, CUDA_VISIBLE_DEVICES, /proc driver
+version, the target Python (never importing torch), and each consumer's lookup."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudaenv import probe as pr
+from fakemachine import Machine
+
+
+def test_blackwell_machine(tmp_path):
+    m = Machine(tmp_path, flashinfer="0.6.1", triton="3.5.0", pip_cuda="13.0")
+    p = pr.probe(python=m.python, env=m.env())
+    assert p.gpu_source == "nvidia-smi"
+    assert [(g.name, g.sm) for g in p.gpus] == [("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "sm_120")]
+    assert (p.driver, p.driver_source) == ("580.65.06", "nvidia-smi")
+    assert p.torch_cuda == "13.0"
+    assert p.python.version("torch") == "2.9.0+cu130"
+    assert p.python.version("flashinfer") == "0.6.1"
+    assert p.python.pip_cuda_headers["version"] == "13.0"
+    triton = p.lookup("triton-ptxas")
+    assert triton.release == "12.8.93" and triton.via.startswith("bundled")
+
+
+def test_visible_devices(tmp_path):
+    m = Machine(tmp_path, gpus="mixed", torch=None)
+    def archs(value):
+        return [g.sm for g in pr.probe(env=m.env(CUDA_VISIBLE_DEVICES=value)).gpus]
+    assert archs("1") == ["sm_120"]
+    assert archs("1,0") == ["sm_120", "sm_90"]
+    assert archs("") == []
+    assert archs("0,7,1") == ["sm_90"]  # CUDA stops at the first invalid entry
+    assert archs("-1") == []
+
+
+def test_driver_from_proc_without_smi(tmp_path):
+    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch=None)
+    (m.bin / "nvidia-smi").unlink()
+    p = pr.probe(env=m.env())
+    assert p.gpus == [] and p.driver == "570.124.06"
+    assert p.driver_source == "/proc/driver/nvidia/version"
+
+
+def test_overrides_and_no_gpu(tmp_path):
+    m = Machine(tmp_path, torch=None)
+    p = pr.probe(archs=["12.1", "sm_90a", "100"], driver="590.44.01", env=m.env())
+    assert p.archs == ["sm_121", "sm_90a", "sm_100"] and p.driver == "590.44.01"
+    p = pr.probe(no_gpu=True, env=m.env())
+    assert p.gpus == [] and p.driver is None
+
+
+@pytest.mark.parametrize("bad", ["sm_1200000", "sm12", "twelve", "1.2.3"])
+def test_bad_arch(bad):
+    with pytest.raises(pr.ProbeInputError, match="allowed"):
+        pr.normalize_arch(bad)
+
+
+def test_target_python_order(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch="2.7.1+cu128")
+    env = m.env(VIRTUAL_ENV=str(m.venv))
+    py = pr.python_env(env=env)
+    assert (py.source, py.torch_cuda) == ("VIRTUAL_ENV", "12.8")
+    env = m.env(CONDA_PREFIX=str(m.venv))
+    assert pr.python_env(env=env).source == "CONDA_PREFIX"
+    assert pr.python_env(env=m.env()).source == "PATH"
+
+
+def test_torch_cuda_from_wheel_tag_when_version_py_missing(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch="2.8.0+cu129")
+    (m.site / "torch" / "version.py").unlink()
+    assert pr.python_env(m.python, m.env()).torch_cuda == "12.9"
+
+
+def test_consumer_lookups(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    a = m.system_toolkit("12.8.1")
+    b = m.system_toolkit("13.0.2")
+    env = m.env(path_first=[a / "bin"], CUDA_PATH=str(b))
+    p = pr.probe(env=env)
+    assert (p.lookup("torch").via, p.lookup("torch").release) == ("CUDA_PATH", "13.0.2")
+    assert (p.lookup("cmake").via, p.lookup("cmake").path) == ("CUDA_PATH", str(b))
+    env = m.env(path_first=[a / "bin"], CUDACXX=str(b / "bin" / "nvcc"))
+    p = pr.probe(env=env)
+    assert p.lookup("torch").release == "12.8.1" and p.lookup("torch").via == "nvcc on PATH"
+    assert p.lookup("cmake").release == "13.0.2" and p.lookup("cmake").via == "CUDACXX"
+    # CUDA_HOME is taken as set, even when it points nowhere.
+    p = pr.probe(env=m.env(CUDA_HOME="/nonexistent"))
+    assert (p.lookup("torch").path, p.lookup("torch").exists) == ("/nonexistent", False)
+    p = pr.probe(env=m.env())
+    assert p.lookup("torch").path is None
+
+
+def test_triton_ptxas_override(tmp_path):
+    m = Machine(tmp_path, gpus=None, triton="3.5.0")
+    tk = m.system_toolkit("13.0.2")
+    (tk / "bin" / "ptxas").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    p = pr.probe(python=m.python, env=m.env(TRITON_PTXAS_PATH=str(tk / "bin" / "ptxas")))
+    assert (p.lookup("triton-ptxas").via, p.lookup("triton-ptxas").release) == ("TRITON_PTXAS_PATH", "13.0.88")
