@@ -21,10 +21,21 @@ def template(name: str) -> str:
     return resources.files("cudaenv._shims").joinpath(name).read_text()
 
 
-def render_shim() -> str:
-    text = template("shim.sh")
-    text = text.replace("# @SELECT_LIB@\n", template("select.sh"))
+def render_select() -> str:
+    """shims/select.sh with the facts it shares with Python filled in, so the
+    grammar's wording, the line limit and the default root have one source."""
+    from .selection import MAX_LINE
+    from .versions import ALLOWED
+
+    text = template("select.sh")
+    text = text.replace("@ALLOWED@", shlex.quote(ALLOWED))
+    text = text.replace("@MAX_LINE@", str(MAX_LINE))
+    text = text.replace("@CR@", "'\r'")
     return text.replace("@DEFAULT_ROOT@", shlex.quote(str(store.root())))
+
+
+def render_shim() -> str:
+    return template("shim.sh").replace("# @SELECT_LIB@\n", render_select())
 
 
 def executables(toolkits) -> set[str]:
@@ -58,7 +69,7 @@ def rehash() -> list[str]:
     for name in names:
         path = d / name
         try:
-            if path.read_text() == body:
+            if path.read_bytes() == body.encode():
                 continue
         except OSError:
             pass

@@ -1,0 +1,89 @@
+"""What `cudaenv init` prints for each shell, and the code `cudaenv shell` evaluates.
+
+bash and zsh share shims/select.sh (the shims' own selection code) and
+shims/hook.sh; zsh loads them under `emulate sh` so they behave as in dash.
+fish has its own implementation in shims/hook.fish. Everything the hook does
+per prompt is shell builtins: no Python, no other process.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from . import store
+from .shims import render_select, template
+from .versions import InvalidVersion, parse_spec
+
+SHELLS = ("bash", "zsh", "fish")
+RC_FILES = {"bash": "~/.bashrc", "zsh": "~/.zshrc", "fish": "~/.config/fish/config.fish"}
+
+
+class UnknownShell(ValueError):
+    pass
+
+
+def check_shell(name: str) -> str:
+    if name not in SHELLS:
+        raise UnknownShell(f"unknown shell {name!r}; allowed are {', '.join(SHELLS)}")
+    return name
+
+
+def _fish_quote(value: str) -> str:
+    # fish single quotes: only \\ and \' are special inside them.
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def render_init(shell: str) -> str:
+    """The code `eval "$(cudaenv init - SHELL)"` (or `| source` in fish) runs."""
+    check_shell(shell)
+    shims = str(store.shims_dir())
+    if shell == "fish":
+        text = template("hook.fish")
+        text = text.replace("@SHIMS@", _fish_quote(shims))
+        text = text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
+        from .selection import MAX_LINE
+        from .versions import ALLOWED
+
+        text = text.replace("@ALLOWED@", _fish_quote(ALLOWED)).replace("@MAX_LINE@", str(MAX_LINE))
+        return text
+    q = shlex.quote(shims)
+    path_line = (
+        f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
+    )
+    lib = render_select() + template("hook.sh").replace("@SHELL@", shell)
+    if shell == "zsh":
+        # Sticky emulation: functions defined here always run with sh options.
+        body = f"emulate sh -c {shlex.quote(lib)}\n" + template("hook.zsh")
+    else:
+        body = lib + template("hook.bash")
+    return f"# cudaenv init for {shell}\n" + path_line + body
+
+
+def usage(shell: str) -> str:
+    """What `cudaenv init SHELL` (without `-`) tells the user to add to their rc file."""
+    check_shell(shell)
+    line = "cudaenv init - fish | source" if shell == "fish" else f'eval "$(cudaenv init - {shell})"'
+    return (
+        f"# Load cudaenv automatically by appending the following to {RC_FILES[shell]}:\n\n"
+        f"{line}\n\n"
+        "# It puts cudaenv's shims on PATH and sets CUDA_HOME, CUDA_PATH,\n"
+        "# CUDAToolkit_ROOT, CUDACXX and PATH as you change directories.\n"
+    )
+
+
+def sh_shell(shell: str, version: str | None, unset: bool, current: str | None) -> str:
+    """Code that sets or clears CUDAENV_VERSION in the calling shell. Raises
+    InvalidVersion for a bad value; the value is validated before it is quoted."""
+    check_shell(shell)
+    if unset:
+        return "set -e CUDAENV_VERSION\n" if shell == "fish" else "unset CUDAENV_VERSION\n"
+    if version is None:
+        spec = parse_spec((current or "").strip(" \t"))
+        return f"echo {spec.text}\n"
+    spec = parse_spec(version.strip(" \t"))
+    if shell == "fish":
+        return f"set -gx CUDAENV_VERSION {_fish_quote(spec.text)}\n"
+    return f"export CUDAENV_VERSION={shlex.quote(spec.text)}\n"
+
+
+__all__ = ["SHELLS", "UnknownShell", "InvalidVersion", "check_shell", "render_init", "usage", "sh_shell"]

@@ -1,0 +1,289 @@
+# cudaenv selection in shell: the same rules as cudaenv/selection.py, with
+# builtins only (no sed, cat, readlink, no Python), so a shim or a prompt hook
+# decides in well under a millisecond. Runs under dash (the shims), bash and
+# zsh (the hooks; zsh sources it under `emulate sh`). Every variable is `local`
+# (dash, bash, zsh and busybox sh all have it) so the hooks leak nothing.
+#
+# Safety: a version string is used for exactly one thing, the file name
+# $CUDAENV_ROOT/aliases/<spec>, and only after it matched the grammar below. It
+# is never evaluated, never globbed (only ever expanded in double quotes or as
+# a `case` subject) and never joined into a path before that check.
+#
+# Functions set these globals for their caller:
+#   _ce_spec    the validated spec          _ce_source  CUDAENV_VERSION, a file path, or "default"
+#   _ce_root    the selected toolkit root   _ce_origin  "set by ...", for messages
+#   _ce_err     the one-line error (without "cudaenv: ")
+
+_ce_allowed=@ALLOWED@
+# Printable ASCII: values holding anything else are not echoed back verbatim,
+# so a crafted file cannot put escape sequences on the user's terminal.
+_ce_printable=' !"#$%&'\''()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
+_ce_tab='	'
+_ce_cr=@CR@  # a carriage return, filled in by cudaenv (editors mangle a literal one)
+
+# The CUDAENV_ROOT the shims and hooks use, without trailing slashes.
+_cudaenv_root() {
+    _ce_r=${CUDAENV_ROOT:-@DEFAULT_ROOT@}
+    while :; do
+        case $_ce_r in
+            ?*/) _ce_r=${_ce_r%/} ;;
+            *) break ;;
+        esac
+    done
+}
+
+# $1 with spaces and tabs trimmed on both sides, into _ce_trimmed.
+_cudaenv_trim() {
+    _ce_trimmed=${1#"${1%%[!" $_ce_tab"]*}"}
+    _ce_trimmed=${_ce_trimmed%"${_ce_trimmed##*[!" $_ce_tab"]}"}
+}
+
+# Is $1 a valid spec? The grammar of cudaenv/versions.py: `system`, or one to
+# three dot-separated numbers of 1-4 ASCII digits without leading zeros. Digits
+# are listed one by one: a [0-9] range may match other digits in some locales.
+_cudaenv_valid_spec() {
+    case $1 in
+        system) return 0 ;;
+        '' | *[!0123456789.]* | .* | *. | *..* | *.*.*.* ) return 1 ;;
+        0[0123456789]* | *.0[0123456789]*) return 1 ;;
+        *[0123456789][0123456789][0123456789][0123456789][0123456789]*) return 1 ;;
+    esac
+    return 0
+}
+
+# A grammar error: what is wrong, and what would be right.
+_cudaenv_invalid() {
+    _ce_err="$1; allowed are $_ce_allowed"
+}
+
+# A bounded, printable rendering of an untrusted value (like versions.describe).
+_cudaenv_describe() {
+    case $1 in
+        *[!"$_ce_printable"]*) _ce_shown="(a value with control or non-ASCII bytes)" ;;
+        *)
+            if [ ${#1} -gt 40 ]; then
+                _ce_shown=$1
+                while [ ${#_ce_shown} -gt 40 ]; do _ce_shown=${_ce_shown%?}; done
+                _ce_shown="'$_ce_shown...'"
+            else
+                _ce_shown="'$1'"
+            fi
+            ;;
+    esac
+}
+
+# The byte offset of fd 9, into _ce_pos. Why: dash's and bash's `read` drop NUL
+# bytes without a trace ("13<NUL>.0" reads as "13.0"), but the kernel's file
+# offset still counts them. Comparing the offset before and after a `read`
+# with the length of what it returned reveals a dropped byte, with one more
+# builtin `read` and no process; an external `od` or `cmp` would cost ~1 ms.
+_cudaenv_fd9_pos() {
+    _ce_pos=
+    IFS= read -r _ce_pos </proc/self/fdinfo/9 || return 1
+    _ce_pos=${_ce_pos#pos:}
+    _ce_pos=${_ce_pos#"$_ce_tab"}
+    case $_ce_pos in '' | *[!0123456789]*) return 1 ;; esac
+}
+
+# Read the version file $1 (already opened on fd 9 by the caller). Sets
+# _ce_spec and _ce_line, or _ce_err and returns 1. Reading stops at the value.
+_cudaenv_scan_fd9() {
+    local LC_ALL=C  # bash/zsh: ${#x} counts bytes, not characters
+    local line value rest before nl raw delta lineno=0
+    before=0
+    while :; do
+        line=
+        nl=1
+        IFS= read -r line <&9 || nl=0
+        if [ $nl = 0 ] && [ -z "$line" ]; then
+            # EOF. A last line holding only NUL bytes reads as empty too.
+            _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
+            if [ "$_ce_pos" != "$before" ]; then
+                lineno=$((lineno + 1))
+                _cudaenv_invalid "$1:$lineno: NUL byte in version file"
+                return 1
+            fi
+            break
+        fi
+        lineno=$((lineno + 1))
+        _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
+        # The line's real length in bytes, without its newline.
+        delta=$((_ce_pos - before - nl))
+        before=$_ce_pos
+        rest=${line%"$_ce_cr"}
+        raw=$delta
+        [ "$rest" != "$line" ] && raw=$((raw - 1))
+        if [ $raw -gt @MAX_LINE@ ]; then
+            _cudaenv_invalid "$1:$lineno: line is longer than @MAX_LINE@ bytes"
+            return 1
+        fi
+        # A byte went missing (dash, bash), or zsh kept the NUL in the value.
+        if [ ${#line} -ne $delta ] || { [ -n "${_ce_nul-}" ] && _cudaenv_has_nul "$line"; }; then
+            _cudaenv_invalid "$1:$lineno: NUL byte in version file"
+            return 1
+        fi
+        value=${rest%%#*}
+        _cudaenv_trim "$value"
+        value=$_ce_trimmed
+        [ -z "$value" ] && { [ $nl = 1 ] && continue || break; }
+        if [ ${#value} -gt 14 ] || ! _cudaenv_valid_spec "$value"; then
+            _cudaenv_describe "$value"
+            _cudaenv_invalid "$1:$lineno: invalid version $_ce_shown"
+            return 1
+        fi
+        _ce_spec=$value
+        _ce_line=$lineno
+        return 0
+    done
+    _cudaenv_invalid "$1: no version found (the file is empty or only comments)"
+    return 1
+}
+
+# zsh keeps NUL bytes in variables; the zsh hook sets _ce_nul to one.
+_cudaenv_has_nul() {
+    case $1 in *"$_ce_nul"*) return 0 ;; esac
+    return 1
+}
+
+_cudaenv_read_version() {
+    if [ ! -r "$1" ]; then
+        _ce_err="$1: cannot read version file: Permission denied"
+        return 1
+    fi
+    _cudaenv_scan_fd9 "$1" 9<"$1"
+}
+
+# The nearest .cuda-version from $PWD up to /, into _ce_file (empty if none).
+_cudaenv_find_file() {
+    local d
+    d=${PWD:-/}
+    d=${d%/}
+    while :; do
+        if [ -f "$d/.cuda-version" ]; then
+            _ce_file=$d/.cuda-version
+            return 0
+        fi
+        [ -z "$d" ] && break
+        d=${d%/*}
+    done
+    _ce_file=
+    return 1
+}
+
+# The selection by precedence. Sets _ce_spec and _ce_source; on a bad value
+# sets _ce_err and returns 1.
+_cudaenv_select() {
+    _cudaenv_trim "${CUDAENV_VERSION-}"
+    if [ -n "$_ce_trimmed" ]; then
+        _ce_source=CUDAENV_VERSION
+        if [ ${#_ce_trimmed} -gt 14 ] || ! _cudaenv_valid_spec "$_ce_trimmed"; then
+            _cudaenv_describe "$_ce_trimmed"
+            _cudaenv_invalid "CUDAENV_VERSION: invalid version $_ce_shown"
+            return 1
+        fi
+        _ce_spec=$_ce_trimmed
+        return 0
+    fi
+    if _cudaenv_find_file; then
+        _ce_source=$_ce_file
+        _cudaenv_read_version "$_ce_file"
+        return
+    fi
+    _cudaenv_root
+    if [ -f "$_ce_r/version" ]; then
+        _ce_source=$_ce_r/version
+        _cudaenv_read_version "$_ce_source"
+        return
+    fi
+    _ce_source=default
+    _ce_spec=system
+}
+
+# The toolkit root for _ce_spec, into _ce_root. On failure sets _ce_err and
+# returns 127, like cudaenv.selection.resolve.
+_cudaenv_resolve() {
+    local entry dir rest added
+    case $_ce_source in
+        CUDAENV_VERSION) _ce_origin="set by CUDAENV_VERSION" ;;
+        default) _ce_origin="default: no .cuda-version or global version file" ;;
+        *) _ce_origin="set by $_ce_source" ;;
+    esac
+    _cudaenv_root
+    added=${CUDAENV_PATH_ENTRY:-$_ce_r}
+    _ce_root=
+    if [ "$_ce_spec" = system ]; then
+        # What the user's shell has right now comes first: conda, then PATH.
+        if [ -n "${CONDA_PREFIX-}" ] && [ -x "$CONDA_PREFIX/bin/nvcc" ]; then
+            _ce_root=$CONDA_PREFIX
+            return 0
+        fi
+        rest=${PATH-}:
+        while [ -n "$rest" ]; do
+            entry=${rest%%:*}
+            rest=${rest#*:}
+            while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
+            case $entry in
+                '' | "$_ce_r" | "$_ce_r"/* | "$added") continue ;;
+            esac
+            # A toolkit's bin/, not a wrapper such as /usr/local/bin/nvcc:
+            # its parent must hold the runtime headers (as discover.py checks).
+            if [ -f "$entry/nvcc" ] && [ -x "$entry/nvcc" ] && [ -f "$entry/../include/cuda_runtime.h" ]; then
+                case $entry in
+                    */*) dir=${entry%/*} ;;
+                    *) dir=. ;;
+                esac
+                _ce_root=${dir:-/}
+                return 0
+            fi
+        done
+    fi
+    # The alias table: one file per accepted spec, its first line the root.
+    if [ -f "$_ce_r/aliases/$_ce_spec" ]; then
+        IFS= read -r _ce_root <"$_ce_r/aliases/$_ce_spec" || :
+        if [ -n "$_ce_root" ] && [ -d "$_ce_root/bin" ]; then
+            return 0
+        fi
+        _ce_root=
+    fi
+    if [ "$_ce_spec" = system ]; then
+        _ce_err="no system CUDA toolkit found ($_ce_origin); install one with 'cudaenv install <version>' and select it with 'cudaenv local <version>'"
+    else
+        _ce_err="version '$_ce_spec' ($_ce_origin) is not installed; run: cudaenv install $_ce_spec"
+    fi
+    return 127
+}
+
+# Drop the first occurrence of $2 from the colon list $1 (and empty entries,
+# as environment.py does), into _ce_list.
+_cudaenv_list_without() {
+    local rest entry drop
+    _ce_list=
+    drop=$2
+    rest=$1:
+    while [ -n "$rest" ]; do
+        entry=${rest%%:*}
+        rest=${rest#*:}
+        [ -z "$entry" ] && continue
+        if [ -n "$drop" ] && [ "x$entry" = "x$drop" ]; then
+            drop=
+            continue
+        fi
+        _ce_list=${_ce_list:+$_ce_list:}$entry
+    done
+}
+
+# Export the environment of toolkit $1 (cudaenv/environment.py is the reference).
+_cudaenv_apply() {
+    local lib
+    export CUDA_HOME="$1" CUDA_PATH="$1" CUDAToolkit_ROOT="$1" CUDACXX="$1/bin/nvcc"
+    _cudaenv_list_without "${PATH-}" "${CUDAENV_PATH_ENTRY-}"
+    export PATH="$1/bin${_ce_list:+:$_ce_list}"
+    export CUDAENV_PATH_ENTRY="$1/bin"
+    if [ "${CUDAENV_LD_LIBRARY_PATH-}" = 1 ]; then
+        lib=$1/lib
+        [ -d "$1/lib64" ] && lib=$1/lib64
+        _cudaenv_list_without "${LD_LIBRARY_PATH-}" "${CUDAENV_LD_ENTRY-}"
+        export LD_LIBRARY_PATH="$lib${_ce_list:+:$_ce_list}"
+        export CUDAENV_LD_ENTRY="$lib"
+    fi
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# cudaenv shim, written by `cudaenv rehash`: selects the CUDA toolkit for the
+# current directory and execs the same-named program from it.
+#
+# Why POSIX sh with everything inlined: /bin/sh is dash on Debian/Ubuntu and
+# starts in a fraction of a millisecond, and this file opens nothing but the
+# version file, /proc/self/fdinfo (NUL detection, see select.sh) and one alias
+# file before the exec. bash would add ~1 ms per call and Python ~20 ms; both
+# matter when a build runs nvcc thousands of times.
+# @SELECT_LIB@
+_ce_name=${0##*/}
+if ! _cudaenv_select; then
+    printf 'cudaenv: %s\n' "$_ce_err" >&2
+    exit 1
+fi
+if ! _cudaenv_resolve; then
+    printf 'cudaenv: %s\n' "$_ce_err" >&2
+    exit 127
+fi
+_ce_target=$_ce_root/bin/$_ce_name
+if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
+    printf "cudaenv: '%s' is not in the selected toolkit %s (%s)\n" "$_ce_name" "$_ce_root" "$_ce_origin" >&2
+    exit 127
+fi
+# A toolkit whose bin/ is this shims directory would exec this file forever.
+if [ "$_ce_target" -ef "$0" ] || [ "$_ce_root/bin" -ef "$_ce_r/shims" ]; then
+    printf "cudaenv: toolkit root %s points at cudaenv's own shims; fix the alias with 'cudaenv rehash'\n" \
+        "$_ce_root" >&2
+    exit 1
+fi
+_cudaenv_apply "$_ce_root"
+exec "$_ce_target" "$@"

@@ -1,0 +1,116 @@
+"""The selection table (selection_cases.py) through the shell side: the POSIX
+sh shim, and the bash, zsh and fish prompt hooks, each in a real shell.
+
+The hooks differ from the shims in one deliberate way: where nothing selects a
+toolkit (no CUDAENV_VERSION, no version file on the way up, no global file),
+the hook does not export `system`; it leaves the user's own environment as it
+was (that is what leaving a project restores). Those cases are checked for
+exactly that; the shim still resolves `system` for them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from sandbox import Sandbox, check
+from selection_cases import CASES
+
+IDS = [c.id for c in CASES]
+
+
+def _no_selection(case, box: Sandbox) -> bool:
+    if case.env.get("CUDAENV_VERSION", "").strip(" \t") or case.global_ is not None:
+        return False
+    d = box.cwd
+    while True:
+        if (d / ".cuda-version").is_file():
+            return False
+        if d == d.parent:
+            return True
+        d = d.parent
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_shim(case, tmp_path):
+    box = Sandbox(case, tmp_path)
+    box.rehash()
+    shim = box.root / "shims" / "nvcc"
+    if not case.managed and not case.system and not case.path and not case.conda:
+        # No toolkit anywhere, so rehash wrote no shim; a user could still have
+        # one left from an uninstalled toolkit: write the same file by hand.
+        assert not shim.exists()
+        shim.parent.mkdir(exist_ok=True)
+        shim.write_text(_render_shim(box))
+        shim.chmod(0o755)
+    assert shim.read_text().startswith("#!/bin/sh\n")
+    proc = subprocess.run([str(shim), "-c", "x.cu"], env=box.env, cwd=box.cwd, capture_output=True, text=True)
+    out = proc.stdout
+    if proc.returncode == 0:
+        # The stub prints "... CUDA_HOME=<root> ..."; the sandbox maps roots to case keys.
+        out = out.split("CUDA_HOME=")[1].split(" CUDA_PATH=")[0]
+        assert "args=-c x.cu" in proc.stdout
+    check(case, box, proc.returncode, out, proc.stderr, "shim")
+    assert not (box.cwd / "pwned").exists()
+
+
+def _render_shim(box: Sandbox) -> str:
+    return subprocess.run(
+        [__import__("sys").executable, "-c", "from cudaenv import shims; print(shims.render_shim(), end='')"],
+        env=box.env, capture_output=True, text=True, check=True).stdout
+
+
+def _render_init(shell: str, box: Sandbox, monkeypatch) -> str:
+    from cudaenv import shell as shellmod
+
+    monkeypatch.setenv("CUDAENV_ROOT", str(box.root))
+    return shellmod.render_init(shell)
+
+
+# Each runner loads the init code outside the project, changes into the case's
+# directory the way a user would, lets the shell's own hook mechanism fire,
+# and prints CUDA_HOME and the hook's outcome.
+RUNNERS = {
+    "bash": (["bash", "--norc", "--noprofile"], 'source "$1"; cd "$2"; eval "$PROMPT_COMMAND"\n'
+             'printf "%s\\n" "${CUDA_HOME-<unset>}"; exit "$_CUDAENV_STATUS"\n'),
+    "zsh": (["zsh", "-f"], 'source "$1"; cd "$2"; for f in $precmd_functions; do $f; done\n'
+            'printf "%s\\n" "${CUDA_HOME-<unset>}"; exit "$_CUDAENV_STATUS"\n'),
+    "fish": (["fish", "--no-config"], 'source $argv[1]; cd $argv[2]; emit fish_prompt\n'
+             'if set -q CUDA_HOME; echo $CUDA_HOME; else; echo "<unset>"; end; exit $__cudaenv_status\n'),
+}
+
+
+def run_hook(shell: str, box: Sandbox, monkeypatch):
+    exe, script = RUNNERS[shell]
+    if not shutil.which(exe[0]):
+        pytest.skip(f"{exe[0]} is not installed")
+    init = box.tmp / f"init.{shell}"
+    init.write_text(_render_init(shell, box, monkeypatch))
+    prog = box.tmp / f"run.{shell}"
+    prog.write_text(script)
+    env = dict(box.env, PWD=str(box.tmp))
+    proc = subprocess.run(exe + [str(prog), str(init), str(box.cwd)], env=env, cwd=box.tmp,
+                          capture_output=True, text=True)
+    return proc
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_hook(case, shell, tmp_path, monkeypatch):
+    box = Sandbox(case, tmp_path)
+    box.rehash()
+    proc = run_hook(shell, box, monkeypatch)
+    ctx = f"[{shell}] {case.id}: exit={proc.returncode} out={proc.stdout!r} err={proc.stderr!r}"
+    if _no_selection(case, box):
+        assert proc.returncode == 0, ctx
+        assert proc.stdout.strip() == "<unset>", ctx
+        assert proc.stderr == "", ctx
+        return
+    if case.expect[0] != "ok":
+        # A broken selection exports no toolkit at all.
+        assert proc.stdout.strip() == "<unset>", ctx
+    check(case, box, proc.returncode, proc.stdout, proc.stderr, shell)
+    assert not (box.cwd / "pwned").exists()
