@@ -20,6 +20,7 @@ from . import store
 from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 VERSION_FILE = ".cuda-version"
+TOOL_VERSIONS = ".tool-versions"  # asdf/mise: a `cuda 13.0` line, below .cuda-version in the same directory
 MAX_LINE = 128
 ENV_VAR = "CUDAENV_VERSION"
 
@@ -89,13 +90,51 @@ def parse_version_text(data: bytes, where: str) -> tuple[Spec, int]:
     raise _invalid(where, None, "no version found (the file is empty or only comments)")
 
 
-def read_version_file(path: Path) -> tuple[Spec, int]:
+def tool_versions_cuda(data: bytes, where: str) -> tuple[Spec, int] | None:
+    """The `cuda` entry of a .tool-versions file, or None when it has none.
+
+    Lines are `<tool> <version> [<fallback>...]`; only the first version of the
+    `cuda` line counts. Lines read (up to that one) follow the same limits as
+    .cuda-version: at most MAX_LINE bytes and no NUL.
+    """
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if len(raw) > MAX_LINE:
+            raise _invalid(where, lineno, f"line is longer than {MAX_LINE} bytes")
+        if b"\0" in raw:
+            raise _invalid(where, lineno, "NUL byte in version file")
+        # Words are separated by spaces and tabs only, as the shell's IFS splits them.
+        words = [w for w in raw.split(b"#", 1)[0].replace(b"\t", b" ").split(b" ") if w]
+        if not words or words[0] != b"cuda":
+            continue
+        if len(words) < 2:
+            raise _invalid(where, lineno, "the cuda line names no version")
+        text = words[1].decode("latin-1")
+        try:
+            return parse_spec(text), lineno
+        except InvalidVersion:
+            raise _invalid(where, lineno, f"invalid version {describe(text)}") from None
+    return None
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
         with open(path, "rb") as f:
             # A version file is tiny; a bounded read keeps junk files cheap.
-            data = f.read(64 * 1024)
+            return f.read(64 * 1024)
     except OSError as e:
         raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+
+
+def read_version_file(path: Path) -> tuple[Spec, int]:
+    """The spec a .cuda-version (or a .tool-versions with a cuda line) holds."""
+    data = _read_bytes(path)
+    if Path(path).name == TOOL_VERSIONS:
+        found = tool_versions_cuda(data, str(path))
+        if found is None:
+            raise _invalid(str(path), None, "no cuda line")
+        return found
     return parse_version_text(data, str(path))
 
 
@@ -113,11 +152,19 @@ def current_dir(env=None) -> Path:
 
 
 def find_version_file(start: Path) -> Path | None:
+    """The nearest file that selects a version, walking up from `start`.
+
+    In each directory .cuda-version wins; a .tool-versions counts only when it
+    has a `cuda` line (otherwise the walk goes on, as asdf does).
+    """
     d = start
     while True:
         candidate = d / VERSION_FILE
         if candidate.is_file():
             return candidate
+        tools = d / TOOL_VERSIONS
+        if tools.is_file() and tool_versions_cuda(_read_bytes(tools), str(tools)) is not None:
+            return tools
         if d.parent == d:
             return None
         d = d.parent
