@@ -428,6 +428,14 @@ def test_a_meta_package_that_is_not_a_wheel_is_refused(empty_index):
         PypiSource(index.url).plan("13.0.2", "minimal")
 
 
+def test_artifact_urls_must_be_http(local_index):
+    nvcc = next(f for f in local_index.projects["nvidia-cuda-nvcc"]
+                if f["filename"].startswith("nvidia_cuda_nvcc-13.0.88-") and MACHINE in f["filename"])
+    nvcc["url"] = "file:///etc/passwd"
+    with pytest.raises(SourceError, match=r"nvidia_cuda_nvcc-13\.0\.88-.*non-http\(s\) URL"):
+        PypiSource(local_index.url).plan("13.0.2", "minimal")
+
+
 def test_no_wheel_for_this_machine(empty_index):
     publish_empty_release(*empty_index, machine=OTHER_MACHINE)
     index = empty_index[0]

@@ -339,6 +339,8 @@ class PypiSource:
         if not re.fullmatch(r"[0-9a-f]{64}", sha.lower()):
             # Nothing is installed unverified: an index without sha256 cannot be used.
             raise SourceError(f"the index gives no sha256 for {f['filename']}; refusing to install it unverified")
+        if urlsplit(f["url"]).scheme not in ("http", "https") or "/" in f["filename"]:
+            raise SourceError(f"the index lists {f['filename'][:60]!r} at a non-http(s) URL; refusing it")
         return Artifact(
             component=canonicalize_name(project),
             version=str(version),
@@ -408,17 +410,17 @@ class PypiSource:
         sha = (f["hashes"] or {}).get("sha256", "").lower()
         if not re.fullmatch(r"[0-9a-f]{64}", sha):
             raise SourceError(f"the index gives no sha256 for {f['filename']}; refusing to read it unverified")
-        resp = self._get(f["url"], stream=True)
-        if resp.status_code != 200:
-            raise SourceError(f"{redact(f['url'])} answered HTTP {resp.status_code}")
         buf = bytearray()
-        try:
-            for chunk in resp.iter_content(65536):
-                buf += chunk
-                if len(buf) > META_WHEEL_MAX_BYTES:
-                    raise SourceError(f"{f['filename']} is larger than {META_WHEEL_MAX_BYTES} bytes; not a meta-package")
-        except OSError as e:  # requests wraps socket errors as ConnectionError, an OSError
-            raise Unreachable(f"download of {f['filename']} failed: {type(e).__name__}") from None
+        with self._get(f["url"], stream=True) as resp:
+            if resp.status_code != 200:
+                raise SourceError(f"{redact(f['url'])} answered HTTP {resp.status_code}")
+            try:
+                for chunk in resp.iter_content(65536):
+                    buf += chunk
+                    if len(buf) > META_WHEEL_MAX_BYTES:
+                        raise SourceError(f"{f['filename']} is larger than {META_WHEEL_MAX_BYTES} bytes; not a meta-package")
+            except OSError as e:  # requests wraps socket errors as ConnectionError, an OSError
+                raise Unreachable(f"download of {f['filename']} failed: {type(e).__name__}") from None
         got = hashlib.sha256(buf).hexdigest()
         if got != sha:
             raise SourceError(f"sha256 mismatch for {f['filename']}: expected {sha}, got {got}")
