@@ -1,0 +1,223 @@
+"""The generated shims, run as real processes against stub toolkits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from toolkits import base_env, make_toolkit, managed
+
+DEEP = "a/b/c/d/e"
+
+
+def cudaenv(env, *args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "cudaenv", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A store with 12.8.1 and 13.0.2, rehashed, and a project whose version file is five levels up."""
+    root = tmp_path / "root"
+    for rel in ("12.8.1", "13.0.2"):
+        managed(root, rel)
+    env = base_env(root)
+    assert cudaenv(env, "rehash").returncode == 0
+    proj = tmp_path / "proj"
+    cwd = proj / DEEP
+    cwd.mkdir(parents=True)
+    (proj / ".cuda-version").write_text("12.8\n")
+    env["PWD"] = str(cwd)
+    return root, env, cwd
+
+
+def run_shim(root, name, env, cwd, *args):
+    return subprocess.run([str(root / "shims" / name), *args], env=env, cwd=cwd, capture_output=True, text=True)
+
+
+def test_shim_runs_selected_nvcc_with_its_environment(store):
+    root, env, cwd = store
+    env = dict(env, PATH="/usr/bin:/bin", CUDA_HOME="/somewhere/else")
+    printenv = subprocess.run(["sh", "-c", "command -v printenv"], capture_output=True, text=True).stdout.strip()
+    tk = root / "versions" / "12.8.1"
+    # A toolkit program that prints its whole environment.
+    (tk / "bin" / "envdump").write_text(f"#!/bin/sh\nexec {printenv}\n")
+    (tk / "bin" / "envdump").chmod(0o755)
+    assert cudaenv(env, "rehash").returncode == 0
+    p = run_shim(root, "envdump", env, cwd)
+    assert p.returncode == 0, p.stderr
+    got = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT"):
+        assert got[var] == str(tk)
+    assert got["CUDACXX"] == f"{tk}/bin/nvcc"
+    assert got["PATH"] == f"{tk}/bin:/usr/bin:/bin"
+    assert got["CUDAENV_PATH_ENTRY"] == f"{tk}/bin"
+    assert "LD_LIBRARY_PATH" not in got
+    # The same environment Python computes for `cudaenv exec`/`env`.
+    from cudaenv import environment
+    expected = environment.toolkit_env(tk, env)
+    assert {k: got[k] for k in expected} == expected
+
+
+def test_shim_passes_arguments_verbatim(store):
+    root, env, cwd = store
+    p = run_shim(root, "nvcc", env, cwd, "-o", "a b", "$(x)", "*")
+    assert p.returncode == 0, p.stderr
+    assert f"self={root}/versions/12.8.1/bin/nvcc" in p.stdout
+    assert p.stdout.rstrip().endswith("args=-o a b $(x) *")
+
+
+def test_ptxas_shim(store):
+    root, env, cwd = store
+    p = run_shim(root, "ptxas", env, cwd)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"stub-ptxas release=12.8.1 CUDA_HOME={root}/versions/12.8.1"
+
+
+def test_ld_library_path_only_on_request(store):
+    root, env, cwd = store
+    env = dict(env, CUDAENV_LD_LIBRARY_PATH="1", LD_LIBRARY_PATH="/opt/lib")
+    tk = root / "versions" / "12.8.1"
+    (tk / "bin" / "showld").write_text('#!/bin/sh\necho "$LD_LIBRARY_PATH|$CUDAENV_LD_ENTRY"\n')
+    (tk / "bin" / "showld").chmod(0o755)
+    assert cudaenv(env, "rehash").returncode == 0
+    p = run_shim(root, "showld", env, cwd)
+    assert p.stdout.strip() == f"{tk}/lib64:/opt/lib|{tk}/lib64"
+
+
+def test_missing_binary_in_selected_toolkit(store):
+    root, env, cwd = store
+    # cuobjdump only exists in 13.0.2, so it has a shim; 12.8 is selected here.
+    tk = root / "versions" / "13.0.2"
+    (tk / "bin" / "cuobjdump").write_text("#!/bin/sh\necho cuobjdump\n")
+    (tk / "bin" / "cuobjdump").chmod(0o755)
+    assert cudaenv(env, "rehash").returncode == 0
+    p = run_shim(root, "cuobjdump", env, cwd)
+    assert p.returncode == 127
+    assert p.stdout == ""
+    assert p.stderr.startswith("cudaenv: 'cuobjdump' is not in the selected toolkit ")
+    assert str(root / "versions" / "12.8.1") in p.stderr and ".cuda-version" in p.stderr
+    assert len(p.stderr.splitlines()) == 1
+
+
+def test_crafted_version_file_never_runs_anything(tmp_path):
+    """pyenv CVE-2022-35861: a version naming a path must not select that path."""
+    root = tmp_path / "root"
+    managed(root, "13.0.2")
+    marker = tmp_path / "marker"
+    # ../../evil relative to the aliases dir and to versions/ alike.
+    for base in (tmp_path / "evil", root / "evil", tmp_path / "root" / "versions" / "evil"):
+        (base / "bin").mkdir(parents=True)
+        (base / "bin" / "nvcc").write_text(f"#!/bin/sh\ntouch {marker}\necho evil\n")
+        (base / "bin" / "nvcc").chmod(0o755)
+    env = base_env(root)
+    assert cudaenv(env, "rehash").returncode == 0
+    cwd = tmp_path / "proj"
+    cwd.mkdir()
+    env["PWD"] = str(cwd)
+    for value in ("../../evil", "../evil", "evil", "$(touch %s)" % marker, "`touch %s`" % marker, "*", "13*",
+                  "13.0/../../../evil", "13\n../../evil"):
+        (cwd / ".cuda-version").write_text(value + "\n")
+        p = run_shim(root, "nvcc", env, cwd)
+        assert "evil" not in p.stdout, value
+        assert not marker.exists(), value
+        if value.startswith("13\n"):
+            assert p.returncode == 0  # only the first value line counts
+        else:
+            assert p.returncode == 1, (value, p.stderr)
+            assert f"{cwd}/.cuda-version:1: invalid version" in p.stderr
+    for value in ("../../evil", "$(touch %s)" % marker):
+        p = run_shim(root, "nvcc", dict(env, CUDAENV_VERSION=value), cwd)
+        assert p.returncode == 1 and "CUDAENV_VERSION: invalid version" in p.stderr
+        assert not marker.exists()
+
+
+def test_shim_never_execs_itself(tmp_path):
+    root = tmp_path / "root"
+    managed(root, "13.0.2")
+    env = base_env(root)
+    assert cudaenv(env, "rehash").returncode == 0
+    # A damaged alias that names the store itself: root/bin would be... the shims, via a symlink.
+    (root / "bin").symlink_to(root / "shims")
+    (root / "aliases" / "13").write_text(f"{root}\n13.0.2\ncudaenv\n")
+    p = subprocess.run([str(root / "shims" / "nvcc")], env=dict(env, CUDAENV_VERSION="13"),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1
+    assert "points at cudaenv's own shims" in p.stderr
+
+
+def test_rehash_removes_stale_shims_and_reports(tmp_path):
+    root = tmp_path / "root"
+    tk = managed(root, "13.0.2")
+    env = base_env(root)
+    p = cudaenv(env, "rehash", "--json")
+    import json
+    data = json.loads(p.stdout)
+    assert data["shims"] == ["fatbinary", "nvcc", "nvlink", "ptxas"]
+    (tk / "bin" / "ptxas").unlink()
+    p = cudaenv(env, "rehash")
+    assert p.returncode == 0 and "3 shims in" in p.stdout
+    assert sorted(os.listdir(root / "shims")) == ["fatbinary", "nvcc", "nvlink"]
+    assert cudaenv(env, "rehash", "--quiet").stdout == ""
+
+
+def test_concurrent_rehash(tmp_path):
+    root = tmp_path / "root"
+    for i in range(6):
+        make_toolkit(root / "versions" / f"12.{i}.0", f"12.{i}.0",
+                     extra_bins=[f"tool{j}" for j in range(40)])
+    env = base_env(root)
+    procs = [subprocess.Popen([sys.executable, "-m", "cudaenv", "rehash"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], outs
+    names = sorted(os.listdir(root / "shims"))
+    assert names == sorted(["nvcc"] + [f"tool{j}" for j in range(40)])  # no temp files left
+    body = (root / "shims" / "nvcc").read_bytes()
+    assert all((root / "shims" / n).read_bytes() == body for n in names)
+    assert not [n for n in os.listdir(root / "aliases") if n.startswith(".")]
+    env["CUDAENV_VERSION"] = "12.5"
+    p = subprocess.run([str(root / "shims" / "tool7")], env=env, capture_output=True, text=True)
+    assert p.stdout.strip() == f"stub-tool7 release=12.5.0 CUDA_HOME={root}/versions/12.5.0"
+
+
+def test_shim_uses_no_python_and_no_helper_process(store):
+    """The shim decides with builtins: strace shows exactly one exec (the toolkit's program)."""
+    root, env, cwd = store
+    import shutil
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    p = subprocess.run(["strace", "-f", "-e", "trace=execve,clone,fork,vfork,clone3", "-qq",
+                        str(root / "shims" / "ptxas")], env=env, cwd=cwd, capture_output=True, text=True)
+    execs = [line for line in p.stderr.splitlines() if "execve(" in line]
+    assert len(execs) == 2, p.stderr  # the shim itself, then the toolkit's ptxas
+    assert "/versions/12.8.1/bin/ptxas" in execs[1]
+    assert not [line for line in p.stderr.splitlines() if "clone" in line or "fork" in line], p.stderr
+
+
+REAL_NVCC = Path("/usr/local/cuda-13.0/bin/nvcc")
+
+
+def test_real_nvcc_compiles_through_shim(tmp_path, capsys):
+    if not os.access(REAL_NVCC, os.X_OK):
+        pytest.skip(f"{REAL_NVCC} is not present on this machine")
+    root = tmp_path / "root"
+    env = base_env(root, search=str(REAL_NVCC.parent.parent))
+    assert cudaenv(env, "rehash").returncode == 0
+    proj = tmp_path / "proj"
+    cwd = proj / DEEP
+    cwd.mkdir(parents=True)
+    (proj / ".cuda-version").write_text("system\n")
+    (cwd / "k.cu").write_text("__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    env["PWD"] = str(cwd)
+    p = run_shim(root, "nvcc", env, cwd, "-cubin", "-arch=sm_120", "-o", "k.cubin", "k.cu")
+    assert p.returncode == 0, p.stderr
+    data = (cwd / "k.cubin").read_bytes()
+    assert data[:4] == b"\x7fELF"
+    v = run_shim(root, "nvcc", env, cwd, "--version")
+    assert "release 13.0" in v.stdout
