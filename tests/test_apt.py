@@ -187,19 +187,14 @@ def test_tampered_packages_index_is_refused(env, tmp_path, good_repo, backend):
         _refused(srv.url + "repo/", "package index does not match the checksums in its signed Release")
 
 
-def test_tampered_release_is_refused(env, tmp_path, good_repo, backend):
+@pytest.mark.parametrize("signature", ["InRelease", "Release.gpg"])
+def test_tampered_release_is_refused(env, tmp_path, good_repo, backend, signature):
+    """The signed file changed after signing: clearsigned InRelease, or Release next to a detached Release.gpg."""
     root = _copy_repo(good_repo, tmp_path / "tampered")
-    inrelease = root / "repo" / "InRelease"
-    inrelease.write_text(inrelease.read_text().replace("Label: NVIDIA CUDA", "Label: NVIDIA CUDB"))
-    with FileServer(root) as srv:
-        _refused(srv.url + "repo/", "Release signature is invalid")
-
-
-def test_tampered_release_with_detached_signature_is_refused(env, tmp_path, good_repo, backend):
-    root = _copy_repo(good_repo, tmp_path / "tampered")
-    (root / "repo" / "InRelease").unlink()
-    release = root / "repo" / "Release"
-    release.write_text(release.read_text().replace("Origin: NVIDIA", "Origin: NVIDIB"))
+    if signature == "Release.gpg":
+        (root / "repo" / "InRelease").unlink()
+    signed = root / "repo" / ("InRelease" if signature == "InRelease" else "Release")
+    signed.write_text(signed.read_text().replace("Label: NVIDIA CUDA", "Label: NVIDIA CUDB"))
     with FileServer(root) as srv:
         _refused(srv.url + "repo/", "Release signature is invalid")
 
