@@ -286,7 +286,7 @@ class Downloader:
                 with open(part, mode) as fout:
                     try:
                         self._copy(resp.iter_content(NET_CHUNK), fout, art, transferred)
-                    except requests.exceptions.RequestException:
+                    except (requests.exceptions.RequestException, DownloadError):
                         raise
                     except Exception as e:  # urllib3 protocol errors surface here
                         raise _Transient(f"{type(e).__name__}") from None

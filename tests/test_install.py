@@ -1,0 +1,390 @@
+"""`cudaenv install/uninstall/cache` end to end: real subprocesses, a loopback mirror, real archives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from httpserver import FileServer
+from redist_mirror import RedistMirror, write_tar_xz
+from toolkits import base_env
+
+RELEASES = ("12.8.1", "13.0.0", "13.0.2")
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    m = RedistMirror(tmp_path_factory.mktemp("mirror"), platforms=("linux-x86_64",))
+    for rel in RELEASES:
+        m.add_release(rel)
+    return m
+
+
+@pytest.fixture
+def srv(mirror):
+    with FileServer(mirror.root) as s:
+        yield s
+
+
+class Env:
+    def __init__(self, tmp: Path, url: str, **extra):
+        self.root = tmp / "root"
+        self.cwd = tmp / "proj"
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.env = base_env(self.root, CUDAENV_REDIST_URL=url, CUDAENV_RETRY_BACKOFF="0.01",
+                            CUDAENV_REDIST_PLATFORM="linux-x86_64", **extra)
+        self.env["PWD"] = str(self.cwd)
+
+    def popen(self, *args, **kw):
+        return subprocess.Popen([sys.executable, "-m", "cudaenv", *args], env=self.env, cwd=self.cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+    def run(self, *args, input=None):
+        return subprocess.run([sys.executable, "-m", "cudaenv", *args], env=self.env, cwd=self.cwd,
+                              capture_output=True, text=True, input=input, timeout=300)
+
+    def versions(self) -> list[str]:
+        d = self.root / "versions"
+        return sorted(os.listdir(d)) if d.is_dir() else []
+
+    def staging(self) -> list[str]:
+        d = self.root / "staging"
+        return sorted(os.listdir(d)) if d.is_dir() else []
+
+
+@pytest.fixture
+def env(tmp_path, srv):
+    return Env(tmp_path, srv.url)
+
+
+def archive_hits(srv) -> int:
+    return sum(1 for r in srv.requests if r[1].endswith(".tar.xz"))
+
+
+def test_install_newest_patch_and_layout(env, srv):
+    r = env.run("install", "13.0", "--source", "redist", "--json", "-q")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["release"] == "13.0.2" and out["status"] == "installed" and out["source"] == "redist"
+    root = env.root / "versions" / "13.0.2"
+    banner = subprocess.run([str(root / "bin" / "nvcc"), "--version"], capture_output=True, text=True).stdout
+    assert "release 13.0, V13.0.88" in banner
+    assert os.readlink(root / "lib64") == "lib" and (root / "lib64" / "libcudart.so").exists()
+    assert (root / "include" / "cuda_runtime.h").is_file() and (root / "include" / "cccl" / "thrust").is_dir()
+    assert (root / "nvvm" / "bin" / "cicc").is_file() and (root / "include" / "crt").is_dir()
+    receipt = json.loads((root / ".cudaenv-receipt.json").read_text())
+    assert receipt["source"] == "redist" and receipt["profile"] == "minimal" and receipt["release"] == "13.0.2"
+    assert receipt["components"]["cuda_nvcc"]["version"] == "13.0.88"
+    assert len(receipt["components"]["cuda_cudart"]["sha256"]) == 64
+    assert json.loads((root / "version.json").read_text())["cuda"]["version"] == "13.0.2"
+    # rehash ran: the shim exists and `which` finds the installed nvcc
+    assert (env.root / "shims" / "nvcc").is_file()
+    env.env["CUDAENV_VERSION"] = "13.0"
+    assert env.run("which", "nvcc").stdout.strip() == str(root / "bin" / "nvcc")
+    assert env.staging() == []
+    # default: archives fetched by the install are not kept
+    assert json.loads(env.run("cache", "list", "--json").stdout)["entries"] == []
+
+
+def test_major_only_and_exact(env, srv):
+    assert env.run("install", "13", "-q", "--source", "redist").returncode == 0
+    assert env.run("install", "12.8.1", "-q", "--source", "redist").returncode == 0
+    assert env.versions() == ["12.8.1", "13.0.2"]
+    r = env.run("install", "13.0.2", "--source", "redist")
+    assert r.returncode == 0 and "already installed" in r.stdout
+
+
+def test_reinstall_from_cache_downloads_nothing(env, srv):
+    assert env.run("install", "13.0.2", "--keep-cache", "-q", "--source", "redist").returncode == 0
+    first = archive_hits(srv)
+    assert first == 5
+    assert env.run("uninstall", "13.0.2", "--yes").returncode == 0
+    assert env.versions() == []
+    r = env.run("install", "13.0.2", "--json", "--source", "redist")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["downloaded_bytes"] == 0 and out["cache_hits"] == 5
+    assert archive_hits(srv) == first
+    # --force reinstalls over an existing tree, still from the cache
+    r = env.run("install", "13.0.2", "--force", "--json", "--source", "redist")
+    assert json.loads(r.stdout)["status"] == "installed" and archive_hits(srv) == first
+    listing = json.loads(env.run("cache", "list", "--json").stdout)
+    assert len(listing["entries"]) == 5 and all(e["used_by"] for e in listing["entries"])
+    cleared = json.loads(env.run("cache", "clear", "--json").stdout)
+    assert cleared["files"] == 5 and cleared["bytes"] == listing["total_bytes"]
+
+
+def test_list(env, srv):
+    r = env.run("install", "--list", "--source", "redist", "--json")
+    assert json.loads(r.stdout)["releases"]["redist"] == list(RELEASES)
+    assert env.run("install", "--list", "--source", "redist").stdout.split()[1:] == list(RELEASES)
+
+
+def test_unknown_version_suggests_nearest(env):
+    r = env.run("install", "12.9", "--source", "redist")
+    assert r.returncode == 1
+    assert "CUDA 12.9 is not available from redist; nearest available: 12.8.1, 13.0.0" in r.stderr
+    assert env.versions() == []
+
+
+@pytest.mark.parametrize("bad", ["13.0; rm -rf /", "../13", "13.0.2.1", "v13", "１３"])
+def test_invalid_version_is_bad_input(env, srv, bad):
+    r = env.run("install", bad, "--source", "redist")
+    assert r.returncode == 1 and "allowed are" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert srv.hits() == 0
+
+
+def test_no_version_installs_the_selection(env, srv):
+    (env.cwd / ".cuda-version").write_text("12.8  # pinned\n")
+    r = env.run("install", "--json", "--source", "redist")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["release"] == "12.8.1" and env.versions() == ["12.8.1"]
+    assert env.run("prefix").stdout.strip() == str(env.root / "versions" / "12.8.1")
+
+
+def test_profiles_and_with(env, srv):
+    r = env.run("install", "13.0.2", "--profile", "build", "--with", "cuda_gdb", "--json", "-q", "--source", "redist")
+    assert r.returncode == 0, r.stderr
+    comps = set(json.loads(r.stdout)["components"])
+    assert {"libcublas", "libcusparse", "cuda_nvrtc", "libnvjitlink", "cuda_gdb"} <= comps
+    r = env.run("install", "13.0.0", "--with", "nvidia_driver", "--source", "redist")
+    assert r.returncode == 1 and "unknown component 'nvidia_driver'" in r.stderr
+
+
+# -- failures leave versions/ untouched ------------------------------------------------
+
+def assert_clean(env):
+    assert env.versions() == []
+    assert [n for n in env.staging() if not n.endswith(".lock")] == []
+
+
+def test_wrong_sha256(tmp_path, mirror):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2")
+    m.set_entry("13.0.2", "cuda_cudart", sha256="f" * 64)
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 2 and "sha256 mismatch" in r.stderr and "cuda_cudart" in r.stderr
+        assert_clean(e)
+
+
+def test_wrong_size(tmp_path):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2")
+    m.set_entry("13.0.2", "cuda_cccl", size="12")
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 2 and "size mismatch" in r.stderr
+        assert_clean(e)
+
+
+@pytest.mark.parametrize("fault, ok, message", [
+    ("truncate", False, "size mismatch"),
+    ("wrong_body", False, "sha256 mismatch"),
+    ("drop", True, ""),
+    ("status500", True, ""),
+])
+def test_archive_faults(env, srv, mirror, fault, ok, message):
+    path = mirror.url_path("13.0.2", "cuda_nvcc")
+    srv.fault(path, fault, times=1 if ok else None)
+    r = env.run("install", "13.0.2", "--source", "redist", "--json")
+    if ok:
+        assert r.returncode == 0, r.stderr
+        assert env.versions() == ["13.0.2"]
+        assert sum(1 for q in srv.requests if q[1] == path) == 2
+    else:
+        assert r.returncode == 2 and message in r.stderr
+        assert_clean(env)
+
+
+def test_manifest_404(env, srv):
+    srv.fault("redistrib_13.0.2.json", "404", times=None)
+    r = env.run("install", "13.0.2", "--source", "redist")
+    assert r.returncode == 2 and "redistrib_13.0.2.json: HTTP 404" in r.stderr
+    assert_clean(env)
+
+
+@pytest.mark.parametrize("member, message", [
+    (("../../evil", "file", "x", 0o644), "contains '..'"),
+    (("lib/esc", "symlink", "../../../../etc", 0), "points outside the root"),
+])
+def test_hostile_archive(tmp_path, member, message):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2")
+    top = "cuda_cudart-linux-x86_64-13.0.2.11-archive"
+    entries = [(f"{top}/include/cuda_runtime.h", "file", "x", 0o644), (f"{top}/{member[0]}", *member[1:])]
+    m.add_package("13.0.2", "cuda_cudart", entries=entries, raw_names=True)
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 2 and "refusing unsafe archive" in r.stderr and message in r.stderr
+        assert_clean(e)
+        assert not (tmp_path / "evil").exists() and not (e.root / "evil").exists()
+
+
+def test_smoke_test_rejects_wrong_nvcc(tmp_path):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2")
+    m.add_release("12.8.1")
+    # 13.0.2's manifest pointing at 12.8.1's nvcc archive: verified, but the wrong compiler.
+    m.manifests["13.0.2"]["cuda_nvcc"] = m.manifests["12.8.1"]["cuda_nvcc"]
+    m.write_manifest("13.0.2")
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 2 and "bin/nvcc reports release 12.8, expected 13.0" in r.stderr
+        assert_clean(e)
+
+
+def _closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_unreachable_redist(tmp_path):
+    e = Env(tmp_path, f"http://127.0.0.1:{_closed_port()}/")
+    r = e.run("install", "13.0", "--source", "redist")
+    assert r.returncode == 2 and "is unreachable" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_auto_lists_every_source_tried(tmp_path):
+    dead = f"http://127.0.0.1:{_closed_port()}/"
+    e = Env(tmp_path, dead, CUDAENV_APT_REPO=dead, CUDAENV_PYPI_URL=dead + "simple/")
+    r = e.run("install", "13.0")
+    assert r.returncode == 2
+    err = r.stderr.strip().splitlines()[-1]
+    assert "tried redist:" in err and "unreachable" in err
+    for name in ("apt", "pypi"):
+        assert f"{name}:" in err or f"skipped {name}" in r.stderr
+
+
+def test_auto_uses_redist_first(env, srv):
+    r = env.run("install", "13.0.0", "--json", "-q")
+    assert r.returncode == 0 and json.loads(r.stdout)["source"] == "redist"
+
+
+# -- concurrency, signals, disk ---------------------------------------------------------
+
+def test_two_concurrent_installs_give_one(env, srv, mirror):
+    srv.fault(mirror.url_path("13.0.2", "cuda_nvcc"), "slow", times=1, delay=1.5)
+    a = env.popen("install", "13.0.2", "--json", "--source", "redist", "--keep-cache")
+    b = env.popen("install", "13.0.2", "--json", "--source", "redist", "--keep-cache")
+    outs = [p.communicate(timeout=300) for p in (a, b)]
+    assert a.returncode == 0 and b.returncode == 0, outs
+    statuses = sorted(json.loads(o[0])["status"] for o in outs)
+    assert statuses == ["already installed", "installed"]
+    assert env.versions() == ["13.0.2"] and archive_hits(srv) == 5
+
+
+def _big_mirror(tmp_path) -> RedistMirror:
+    m = RedistMirror(tmp_path / "big", platforms=("linux-x86_64",))
+    # ~200 MB of zeros compress to almost nothing but take a while to write out.
+    m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"), payload=b"\0" * (200 << 20))
+    return m
+
+
+def _wait_for_extraction(e: Env, proc, limit=240) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for name in e.staging():
+            lib = e.root / "staging" / name / "lib"
+            if lib.is_dir() and any(p.name.endswith("_payload.bin") for p in lib.iterdir()):
+                return
+        if proc.poll() is not None:
+            pytest.fail(f"install ended before extraction was seen: {proc.communicate()}")
+        time.sleep(0.02)
+    pytest.fail("extraction never started")
+
+
+@pytest.mark.slow
+def test_sigkill_mid_extraction_then_next_run_cleans(tmp_path):
+    m = _big_mirror(tmp_path)
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        p = e.popen("install", "13.0.2", "--source", "redist", "--keep-cache")
+        _wait_for_extraction(e, p)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        assert e.versions() == []
+        assert any(not n.endswith(".lock") for n in e.staging())  # left behind by the kill
+        r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 0, r.stderr
+        assert "removed stale staging" in r.stderr
+        assert e.staging() == [] and e.versions() == ["13.0.2"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_clean_up_themselves(tmp_path, sig):
+    m = _big_mirror(tmp_path)
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        p = e.popen("install", "13.0.2", "--source", "redist")
+        _wait_for_extraction(e, p)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 130 and "interrupted" in err
+        assert e.versions() == [] and e.staging() == []
+
+
+def _tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        return False
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                          capture_output=True).returncode == 0
+
+
+def test_disk_full_is_checked_before_extraction(tmp_path, srv, mirror):
+    small = tmp_path / "small"
+    mounted = _tmpfs(small, "64k")
+    try:
+        if mounted:
+            # A real 64 KiB filesystem for the store; payload archives need more.
+            m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+            m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"), payload=os.urandom(40_000))
+            with FileServer(m.root) as s:
+                e = Env(tmp_path, s.url)
+                e.env["CUDAENV_ROOT"] = str(small / "root")
+                e.root = small / "root"
+                r = e.run("install", "13.0.2", "--source", "redist")
+        else:
+            print("tmpfs mount unavailable: simulating a full disk with CUDAENV_DISK_RESERVE")
+            e = Env(tmp_path, srv.url, CUDAENV_DISK_RESERVE=str(1 << 60))
+            r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 2 and "not enough free space" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()[-1]) < 300
+        assert e.versions() == []
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(small)], check=False)
+
+
+# -- uninstall ----------------------------------------------------------------------------
+
+def test_uninstall_warns_about_selecting_files(env, srv):
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    (env.cwd / ".cuda-version").write_text("13.0\n")
+    (env.root / "version").write_text("13\n")
+    r = env.run("uninstall", "13.0")
+    assert r.returncode == 1 and "--yes" in r.stderr and env.versions() == ["13.0.2"]
+    assert str(env.cwd / ".cuda-version") in r.stderr and str(env.root / "version") in r.stderr
+    r = env.run("uninstall", "13.0", "--yes")
+    assert r.returncode == 0 and "removed CUDA 13.0.2" in r.stdout
+    assert env.versions() == [] and not (env.root / "shims" / "nvcc").exists()
+    r = env.run("uninstall", "13.0.2", "--yes")
+    assert r.returncode == 1 and "not installed" in r.stderr
+    assert env.run("uninstall", "../x", "--yes").returncode == 1
