@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The logic of the repository's GitHub Action (action.yml), kept in a script so it
+# can be run and tested anywhere: GitHub only provides the files named by
+# GITHUB_ENV, GITHUB_PATH and GITHUB_OUTPUT, which this script appends to.
+#
+#   setup-cuda.sh plan      which release to install, the cache directory and the cache key
+#   setup-cuda.sh install   install it (keeping the archives for the cache) and export
+#                           CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT, CUDACXX and PATH
+#
+# Inputs (environment): INPUT_VERSION (empty: what .cuda-version selects in
+# INPUT_WORKING_DIRECTORY), INPUT_PROFILE (minimal|build|full), INPUT_SOURCE
+# (auto|redist|apt|pypi). cudaenv's own variables (CUDAENV_REDIST_URL, ...) pass through.
+set -euo pipefail
+
+die() { printf 'setup-cuda: %s\n' "$*" >&2; exit 1; }
+
+mode=${1:-}
+: "${GITHUB_ENV:?GITHUB_ENV is not set}" "${GITHUB_PATH:?GITHUB_PATH is not set}" "${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set}"
+version=${INPUT_VERSION:-}
+profile=${INPUT_PROFILE:-minimal}
+source=${INPUT_SOURCE:-auto}
+cd "${INPUT_WORKING_DIRECTORY:-.}"
+
+case $profile in minimal|build|full) ;; *) die "invalid profile '$profile': allowed are minimal, build, full";; esac
+case $source in auto|redist|apt|pypi) ;; *) die "invalid source '$source': allowed are auto, redist, apt, pypi";; esac
+
+# The spec to install: the input, else what selects a toolkit here (CUDAENV_VERSION,
+# .cuda-version up the tree, the global file). cudaenv's parser validates it
+# either way before it is used anywhere.
+version=$(python3 - "$version" <<'PY'
+import sys
+from cudaenv import selection
+from cudaenv.versions import InvalidVersion, parse_spec
+try:
+    spec = parse_spec(sys.argv[1].strip()) if sys.argv[1] else selection.select().spec
+except (InvalidVersion, selection.SelectionError) as e:
+    sys.exit(f"setup-cuda: {e}")
+if spec.is_system:
+    sys.exit("setup-cuda: no version input and no .cuda-version here or above (or it says 'system'); "
+             "give a release such as 13.0")
+print(spec.text)
+PY
+)
+
+case $mode in
+plan)
+    # Key the cache by the exact release the source offers for the spec, so a new
+    # 13.0.x makes a new cache instead of restoring one that only half helps.
+    release=$(cudaenv install --list --json --source "$source" | python3 -c '
+import json, sys
+from cudaenv.versions import Release, newest_match, parse_spec
+offered = {Release.parse(r) for rels in json.load(sys.stdin)["releases"].values() for r in rels}
+print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
+' "$version")
+    cache_dir=$(python3 -c 'from cudaenv import store; print(store.cache_dir())')
+    {
+        echo "version=$version"
+        echo "release=$release"
+        echo "cache-dir=$cache_dir"
+        echo "cache-key=cudaenv-$(uname -s)-$(uname -m)-$release-$profile-$source"
+    } >>"$GITHUB_OUTPUT"
+    echo "setup-cuda: $version -> $release ($profile, $source); download cache $cache_dir"
+    ;;
+install)
+    # --keep-cache: the archives stay in the download cache for actions/cache to save.
+    summary=$(cudaenv install --keep-cache --quiet --json --source "$source" --profile "$profile" "$version")
+    python3 - "$summary" <<'PY'
+import json, os, sys
+from cudaenv.environment import toolkit_env
+done = json.loads(sys.argv[1])
+env = toolkit_env(done["root"])
+with open(os.environ["GITHUB_ENV"], "a") as f:
+    for k in ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX"):
+        f.write(f"{k}={env[k]}\n")
+with open(os.environ["GITHUB_PATH"], "a") as f:
+    f.write(env["CUDAENV_PATH_ENTRY"] + "\n")
+with open(os.environ["GITHUB_OUTPUT"], "a") as f:
+    f.write(f"release={done['release']}\ncuda-home={done['root']}\n")
+print(f"setup-cuda: CUDA {done['release']} ({done['status']}) at {done['root']}")
+PY
+    ;;
+*)
+    die "usage: setup-cuda.sh plan|install"
+    ;;
+esac

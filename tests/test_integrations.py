@@ -1,0 +1,372 @@
+"""The integrations under examples/ and action.yml, run for real: the Docker install
+script and the GitHub Action script against a loopback redist mirror, a systemd
+drop-in through systemd-analyze, direnv's `use cuda`, and CMake with a real nvcc."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from httpserver import FileServer
+from redist_mirror import RedistMirror
+from toolkits import base_env
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+DOCKER_SCRIPT = EXAMPLES / "docker" / "install-toolkit.sh"
+ACTION_SCRIPT = EXAMPLES / "github" / "setup-cuda.sh"
+DIRENV_LIB = EXAMPLES / "direnv" / "cudaenv.sh"
+REAL_CUDA = Path("/usr/local/cuda-13.0")
+
+
+def cudaenv(*args, env, cwd, check=True):
+    r = subprocess.run([sys.executable, "-m", "cudaenv", *args], env=env, cwd=cwd, capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def with_cli_on_path(env: dict) -> dict:
+    """Scripts call `cudaenv` and `python3`: put this interpreter's bin first, as an install would."""
+    env = dict(env)
+    env["PATH"] = os.path.dirname(shutil.which("cudaenv") or sys.executable) + ":" + os.path.dirname(sys.executable) + ":" + env["PATH"]
+    return env
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory):
+    m = RedistMirror(tmp_path_factory.mktemp("mirror"))
+    m.add_release("12.8.1")
+    m.add_release("13.0.2")
+    with FileServer(m.root) as srv:
+        yield srv
+
+
+@pytest.fixture
+def box(tmp_path, mirror):
+    mirror.clear()
+    root = tmp_path / "root"
+    root.mkdir()
+    env = with_cli_on_path(base_env(root, CUDAENV_REDIST_URL=mirror.url))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    return env, root, proj, tmp_path
+
+
+# --- Docker -----------------------------------------------------------------------------------
+
+def run_docker_script(*args, env, cwd):
+    return subprocess.run(["sh", str(DOCKER_SCRIPT), *args], env=env, cwd=cwd, capture_output=True, text=True)
+
+
+def test_docker_script_installs_what_cuda_version_selects_and_links_it(box, mirror):
+    env, root, proj, tmp = box
+    (proj / ".cuda-version").write_text("13.0  # the image's toolkit\n")
+    link = tmp / "usr-local" / "cuda"
+    r = run_docker_script("--link", str(link), env=env, cwd=proj)
+    assert r.returncode == 0, r.stderr
+    assert os.readlink(link) == str(root / "versions" / "13.0.2")
+    assert (root / "version").read_text().strip() == "13.0"  # global: every directory in the image
+    out = subprocess.run([str(link / "bin" / "nvcc"), "--version"], capture_output=True, text=True).stdout
+    assert "release 13.0, V13.0.88" in out
+    # The shims use it from a directory without .cuda-version.
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    assert cudaenv("which", "nvcc", env=env, cwd=elsewhere).stdout.strip() == str(root / "versions/13.0.2/bin/nvcc")
+    # --keep-cache: the archives stay for the build cache mount.
+    cached = list((Path(env["CUDAENV_CACHE_DIR"]) / "sha256").iterdir())
+    assert len([p for p in cached if len(p.name) == 64]) == 5  # nvcc, nvvm, crt, cudart, cccl
+
+
+def test_docker_rebuilt_layer_downloads_nothing_from_a_warm_cache_mount(box, mirror):
+    env, root, proj, tmp = box
+    (proj / ".cuda-version").write_text("12.8\n")
+    assert run_docker_script(env=env, cwd=proj).returncode == 0
+    first = mirror.hits()
+    assert first > 0
+    # A rebuilt layer starts from an empty store; only the cache mount survives.
+    shutil.rmtree(root)
+    root.mkdir()
+    r = run_docker_script(env=env, cwd=proj)
+    assert r.returncode == 0, r.stderr
+    archive_hits = [q for q in mirror.requests[first:] if q[1].endswith(".tar.xz")]
+    assert archive_hits == []
+    assert (root / "versions" / "12.8.1" / "bin" / "nvcc").is_file()
+
+
+def test_docker_script_rejects_a_bad_version_file_and_writes_nothing(box):
+    env, root, proj, tmp = box
+    (proj / ".cuda-version").write_text("../../etc\n")
+    r = run_docker_script("--link", str(tmp / "cuda"), env=env, cwd=proj)
+    assert r.returncode == 1
+    assert str(proj / ".cuda-version") in r.stderr and "allowed" in r.stderr
+    assert not (root / "versions").exists() or not any((root / "versions").iterdir())
+    assert not (tmp / "cuda").exists() and not (root / "version").exists()
+
+
+def test_docker_script_without_version_or_file_says_so(box):
+    env, root, proj, tmp = box
+    r = run_docker_script(env=env, cwd=proj)
+    assert r.returncode == 1 and "no .cuda-version" in r.stderr
+
+
+def test_dockerfile_layers_cache_the_toolkit():
+    # One instruction per logical line: backslash continuations joined, as Docker reads them.
+    joined = re.sub(r"\\\n\s*", " ", (EXAMPLES / "docker" / "Dockerfile").read_text())
+    lines = [l.strip() for l in joined.splitlines()]
+    instr = [l for l in lines if l and not l.startswith("#") and l.split()[0].isupper()]
+    copy_version = next(i for i, l in enumerate(instr) if l.startswith("COPY .cuda-version"))
+    install = next(i for i, l in enumerate(instr) if "cudaenv-install-toolkit" in l and l.startswith("RUN"))
+    copy_all = next(i for i, l in enumerate(instr) if l.startswith("COPY . "))
+    assert copy_version < install < copy_all
+    # The cache mount is the directory cudaenv caches downloads in.
+    text = (EXAMPLES / "docker" / "Dockerfile").read_text()
+    cache_dir = re.search(r"CUDAENV_CACHE_DIR=(\S+)", text).group(1)
+    assert f"--mount=type=cache,target={cache_dir}" in text
+    assert re.search(r"COPY examples/docker/install-toolkit.sh\s+/usr/local/bin/cudaenv-install-toolkit", text)
+
+
+# --- GitHub Action ----------------------------------------------------------------------------
+
+def action_env(env, tmp, **inputs):
+    env = dict(env)
+    for name in ("ENV", "PATH", "OUTPUT"):
+        f = tmp / f"github_{name.lower()}"
+        f.touch()
+        env[f"GITHUB_{name}"] = str(f)
+    env.update({f"INPUT_{k.upper()}": v for k, v in inputs.items()})
+    return env
+
+
+def github_file(env, name) -> str:
+    return Path(env[f"GITHUB_{name}"]).read_text()
+
+
+def outputs(env) -> dict:
+    return dict(l.split("=", 1) for l in github_file(env, "OUTPUT").splitlines())
+
+
+def run_action(mode, env, cwd):
+    return subprocess.run(["bash", str(ACTION_SCRIPT), mode], env=env, cwd=cwd, capture_output=True, text=True)
+
+
+def test_action_yml_declares_inputs_outputs_and_runs_the_script():
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    assert set(action["inputs"]) == {"version", "profile", "source", "working-directory", "cache"}
+    assert set(action["outputs"]) == {"release", "cuda-home", "cache-hit"}
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    assert any("examples/github/setup-cuda.sh\" plan" in r for r in runs)
+    assert any("examples/github/setup-cuda.sh\" install" in r for r in runs)
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    assert cache["with"] == {"path": "${{ steps.plan.outputs.cache-dir }}", "key": "${{ steps.plan.outputs.cache-key }}"}
+    ids = [s.get("id") for s in steps]
+    assert ids.index("plan") < ids.index("cache") < ids.index("install")
+    assert all(s.get("shell") == "bash" for s in steps if "run" in s)
+
+
+def test_action_script_plans_installs_and_exports(box, mirror):
+    env, root, proj, tmp = box
+    (proj / ".cuda-version").write_text("13.0\n")
+    genv = action_env(env, tmp, profile="minimal", source="redist")
+    r = run_action("plan", genv, proj)
+    assert r.returncode == 0, r.stderr
+    out = outputs(genv)
+    assert out["version"] == "13.0" and out["release"] == "13.0.2"
+    assert out["cache-dir"] == env["CUDAENV_CACHE_DIR"]
+    assert out["cache-key"].endswith("-13.0.2-minimal-redist")
+    r = run_action("install", action_env(genv, tmp, version=out["version"]), proj)
+    assert r.returncode == 0, r.stderr
+    home = str(root / "versions" / "13.0.2")
+    assert outputs(genv)["cuda-home"] == home and outputs(genv)["release"] == "13.0.2"
+    exported = dict(l.split("=", 1) for l in github_file(genv, "ENV").splitlines())
+    assert exported == {"CUDA_HOME": home, "CUDA_PATH": home, "CUDAToolkit_ROOT": home, "CUDACXX": home + "/bin/nvcc"}
+    assert github_file(genv, "PATH").splitlines() == [home + "/bin"]
+    # What the cache step saves holds the archives of this install.
+    assert len([p for p in (Path(out["cache-dir"]) / "sha256").iterdir() if len(p.name) == 64]) == 5
+
+
+def test_action_version_input_wins_over_cuda_version(box):
+    env, root, proj, tmp = box
+    (proj / ".cuda-version").write_text("13.0\n")
+    genv = action_env(env, tmp, version="12", source="redist")
+    assert run_action("plan", genv, proj).returncode == 0
+    assert outputs(genv)["release"] == "12.8.1"
+    assert run_action("install", genv, proj).returncode == 0
+    assert outputs(genv)["cuda-home"] == str(root / "versions" / "12.8.1")
+
+
+@pytest.mark.parametrize("inputs,message", [
+    ({"version": "13.0; rm -rf /"}, "invalid version"),
+    ({"version": "13.0", "profile": "huge"}, "invalid profile 'huge'"),
+    ({"version": "13.0", "source": "ftp"}, "invalid source 'ftp'"),
+    ({}, "no version input and no .cuda-version"),
+])
+def test_action_script_rejects_bad_input(box, inputs, message):
+    env, root, proj, tmp = box
+    genv = action_env(env, tmp, **inputs)
+    r = run_action("plan", genv, proj)
+    assert r.returncode != 0
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert github_file(genv, "OUTPUT") == "" and github_file(genv, "ENV") == ""
+
+
+# --- systemd ----------------------------------------------------------------------------------
+
+def _systemd_unquote(value: str) -> dict:
+    """One Environment= line's assignments, with systemd's quoting and %-specifier rules."""
+    assert value.startswith('"') and value.endswith('"'), value
+    body = value[1:-1]
+    out, i, chars = [], 0, []
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            chars.append(body[i + 1])
+            i += 2
+            continue
+        if c == "%":
+            assert body[i + 1] == "%", "an unescaped specifier"
+            chars.append("%")
+            i += 2
+            continue
+        assert c != '"', "unescaped quote"
+        chars.append(c)
+        i += 1
+    k, _, v = "".join(chars).partition("=")
+    out.append((k, v))
+    return dict(out)
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed")
+def test_systemd_dropin_verifies_and_sets_the_selected_toolkit(box, tmp_path):
+    env, root, proj, tmp = box
+    from toolkits import managed
+
+    home = managed(root, "13.0.2")
+    managed(root, "12.8.1")
+    (proj / ".cuda-version").write_text("13.0\n")
+    units = tmp_path / "units"
+    unit = units / "llm.service"
+    (units / "llm.service.d").mkdir(parents=True)
+    unit.write_text((EXAMPLES / "systemd" / "llm.service").read_text()
+                    .replace("/srv/llm/.venv/bin/python", "/bin/true").replace("/srv/llm", str(proj)))
+    dropin = units / "llm.service.d" / "cuda.conf"
+    dropin.write_text(cudaenv("env", "--format", "systemd", env=env, cwd=proj).stdout)
+
+    def verify():
+        return subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit)], capture_output=True, text=True,
+                              env={**os.environ, "SYSTEMD_UNIT_PATH": f"{units}:"})
+    r = verify()
+    assert r.returncode == 0 and "cuda.conf" not in r.stderr, r.stderr
+    # systemd does read the drop-in: a broken one is reported against it.
+    good = dropin.read_text()
+    dropin.write_text(good + "Environmnt=X=1\n")
+    assert "cuda.conf" in verify().stderr
+    dropin.write_text(good)
+
+    lines = good.splitlines()
+    assert lines[0] == "[Service]"
+    env_set = {}
+    for line in lines[1:]:
+        key, _, value = line.partition("=")
+        assert key == "Environment"
+        env_set.update(_systemd_unquote(value))
+    assert env_set["CUDA_HOME"] == env_set["CUDA_PATH"] == env_set["CUDAToolkit_ROOT"] == str(home)
+    assert env_set["CUDACXX"] == f"{home}/bin/nvcc"
+    assert env_set["PATH"].split(":")[0] == f"{home}/bin"
+
+
+def test_systemd_dropin_quotes_paths_systemd_would_expand(tmp_path):
+    from toolkits import managed
+
+    root = tmp_path / "store 100%"
+    root.mkdir()
+    home = managed(root, "13.0.2")
+    env = base_env(root)
+    text = cudaenv("env", "--format", "systemd", "13.0", env=env, cwd=tmp_path).stdout
+    line = next(l for l in text.splitlines() if l.startswith('Environment="CUDA_HOME='))
+    assert "%%" in line
+    assert _systemd_unquote(line.partition("=")[2]) == {"CUDA_HOME": str(home)}
+
+
+# --- direnv -----------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not shutil.which("direnv"), reason="direnv is not installed (apt-get install direnv)")
+def test_direnv_use_cuda_applies_the_selection(box, tmp_path):
+    env, root, proj, tmp = box
+    from toolkits import managed
+
+    managed(root, "13.0.2")
+    managed(root, "12.8.1")
+    lib = tmp_path / "config" / "direnv" / "lib"
+    lib.mkdir(parents=True)
+    shutil.copy(DIRENV_LIB, lib / "cudaenv.sh")
+    env = {**env, "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "HOME": str(tmp_path), "DIRENV_LOG_FORMAT": "direnv: %s"}
+    env.pop("DIRENV_DIR", None)
+
+    def direnv_env(envrc: str):
+        (proj / ".envrc").write_text(envrc)
+        subprocess.run(["direnv", "allow", str(proj)], env=env, cwd=proj, check=True)
+        return subprocess.run(["direnv", "exec", str(proj), "sh", "-c", 'printf "%s\\n%s\\n" "$CUDA_HOME" "$PATH"'],
+                              env=env, cwd=proj, capture_output=True, text=True)
+
+    (proj / ".cuda-version").write_text("13.0\n")
+    r = direnv_env("use cuda\n")
+    assert r.returncode == 0, r.stderr
+    cuda_home, path = r.stdout.splitlines()
+    assert cuda_home == str(root / "versions" / "13.0.2")
+    assert path.split(":")[0] == cuda_home + "/bin"
+    r = direnv_env("use cuda 12.8\n")
+    assert r.stdout.splitlines()[0] == str(root / "versions" / "12.8.1")
+    r = direnv_env("use cuda '13.0 && touch pwned'\n")
+    # direnv still runs the command after a failing .envrc, but nothing was applied.
+    assert "invalid version" in r.stderr and r.stdout.splitlines()[0] == ""
+    assert not (proj / "pwned").exists()
+
+
+# --- CMake ------------------------------------------------------------------------------------
+
+CMAKELISTS = """cmake_minimum_required(VERSION 3.18)
+project(tiny LANGUAGES CXX CUDA)
+find_package(CUDAToolkit REQUIRED)
+add_executable(tiny tiny.cu)
+"""
+
+
+def test_cmake_configures_with_the_selected_toolkit(tmp_path):
+    if not shutil.which("cmake"):
+        pytest.skip("cmake is not installed")
+    if not os.access(REAL_CUDA / "bin" / "nvcc", os.X_OK):
+        pytest.skip(f"no real nvcc at {REAL_CUDA}/bin/nvcc; CMake's CUDA check needs one")
+    if not shutil.which("c++"):
+        pytest.skip("no host C++ compiler")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKELISTS)
+    (src / "tiny.cu").write_text("__global__ void k() {}\nint main() { k<<<1, 1>>>(); return 0; }\n")
+    (src / ".cuda-version").write_text("system\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    env = base_env(root, search=str(REAL_CUDA))
+    prefix = cudaenv("prefix", env=env, cwd=src).stdout.strip()
+    assert prefix == str(REAL_CUDA)
+    r = cudaenv("exec", "--", "cmake", "-S", str(src), "-B", str(tmp_path / "build"), env=env, cwd=src, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
+    compiler = re.search(r"^CMAKE_CUDA_COMPILER:\w+=(.*)$", cache, re.M).group(1)
+    assert os.path.realpath(compiler) == os.path.realpath(REAL_CUDA / "bin" / "nvcc")
+    info = json.loads(cudaenv("version", "--json", env=env, cwd=src).stdout)
+    found = re.search(r"Found CUDAToolkit: (\S+) \(found version \"([\d.]+)\"\)", r.stdout)
+    assert found, r.stdout
+    assert os.path.realpath(found.group(1)).startswith(os.path.realpath(REAL_CUDA))
+    assert found.group(2).startswith(".".join(info["release"].split(".")[:2]))
