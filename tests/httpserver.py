@@ -187,3 +187,12 @@ class FileServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: connecting to it is refused at once."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 
 import pytest
 
 from cudaenv import download
 from cudaenv.download import Downloader, DownloadError
 from cudaenv.sources import Artifact, Unreachable
-from httpserver import FileServer
+from httpserver import FileServer, closed_port
 
 
 @pytest.fixture
@@ -126,16 +125,8 @@ def test_parallel_fetch_all_and_first_error_wins(env, server):
         Downloader(jobs_limit=3).fetch_all([bad] + [publish(server, f"g{i}.bin") for i in range(3)])
 
 
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_unreachable_host_is_reported_as_unreachable(env):
-    url = f"http://127.0.0.1:{_closed_port()}/redistrib_13.0.2.json"
+    url = f"http://127.0.0.1:{closed_port()}/redistrib_13.0.2.json"
     with pytest.raises(Unreachable, match=r"127.0.0.1:\d+ is unreachable"):
         download.fetch_bytes(url)
 

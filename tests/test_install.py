@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from httpserver import FileServer
+from httpserver import FileServer, closed_port
 from redist_mirror import RedistMirror, write_tar_xz
 from toolkits import base_env
 
@@ -246,22 +245,14 @@ def test_smoke_test_rejects_wrong_nvcc(tmp_path):
         assert_clean(e)
 
 
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def test_unreachable_redist(tmp_path):
-    e = Env(tmp_path, f"http://127.0.0.1:{_closed_port()}/")
+    e = Env(tmp_path, f"http://127.0.0.1:{closed_port()}/")
     r = e.run("install", "13.0", "--source", "redist")
     assert r.returncode == 2 and "is unreachable" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_auto_lists_every_source_tried(tmp_path):
-    dead = f"http://127.0.0.1:{_closed_port()}/"
+    dead = f"http://127.0.0.1:{closed_port()}/"
     e = Env(tmp_path, dead, CUDAENV_APT_REPO=dead, CUDAENV_PYPI_URL=dead + "simple/")
     r = e.run("install", "13.0")
     assert r.returncode == 2
