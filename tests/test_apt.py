@@ -365,3 +365,60 @@ def test_install_cli_end_to_end(env, server, tmp_path):
     out = subprocess.run([str(root / "bin" / "nvcc"), "--version"], capture_output=True, text=True, check=True)
     assert "release 13.0, V13.0.48" in out.stdout
     assert (root / "targets/x86_64-linux/include/cublas_v2.h").is_file()
+
+
+# -- system mode: real apt-get and dpkg, into a scratch root -------------------
+
+HOST_STUBS = {"libc6": "2.36-9+deb12u10", "libgcc-s1": "12.2.0-14"}
+
+
+def _scratch_root(path: Path) -> Path:
+    """A root whose dpkg database has the system libraries NVIDIA's packages depend on."""
+    (path / "var/lib/dpkg").mkdir(parents=True)
+    (path / "var/lib/dpkg/status").write_text("".join(
+        f"Package: {n}\nStatus: install ok installed\nPriority: required\nArchitecture: amd64\n"
+        f"Version: {v}\nMaintainer: Debian\nDescription: {n}\n\n" for n, v in HOST_STUBS.items()))
+    return path
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="system mode runs apt-get and dpkg, which need root")
+def test_install_system_into_a_scratch_root(env, server, tmp_path, monkeypatch):
+    """`install --system` for real (apt-get update + install, dpkg unpack and configure), with apt's
+    Dir= and dpkg's --root pointing at a scratch root so the machine's own apt and dpkg stay untouched."""
+    root = _scratch_root(tmp_path / "sysroot")
+    monkeypatch.setenv("CUDAENV_APT_REPO", server.url + "repo/")
+    monkeypatch.setenv("CUDAENV_SYSTEM_SEARCH", f"{root}/usr/local/cuda-*")
+    host_status = Path("/var/lib/dpkg/status").read_text()
+    server.clear()
+
+    toolkit = apt.install_system("13.0.2", "minimal", set(), root=root)
+
+    assert toolkit == root / "usr/local/cuda-13.0"
+    out = subprocess.run([str(toolkit / "bin" / "nvcc"), "--version"], capture_output=True, text=True, check=True)
+    assert "release 13.0, V13.0.88" in out.stdout
+    # dpkg installed whole packages, as on a real system, and recorded them in the scratch root.
+    status = (root / "var/lib/dpkg/status").read_text()
+    for name, version in MINIMAL_13_0_2.items():
+        assert f"Package: {name}\nStatus: install ok installed" in status
+        assert f"Version: {version}-1" in status
+    assert (root / "etc/ld.so.conf.d/cuda-13-0.conf").is_file()
+    # System packages came from the (scratch) system, never from the CUDA repository.
+    got = {r[1] for r in server.requests if r[0] == "GET" and r[1].endswith(".deb")}
+    assert {p.split("/")[-1].split("_")[0] for p in got} == set(MINIMAL_13_0_2)
+    # Discovery sees it and rehash wrote its aliases and shims.
+    aliases = env / "cudaenv" / "aliases"
+    assert (aliases / "13.0").read_text().splitlines()[0] == str(toolkit)
+    assert (env / "cudaenv" / "shims" / "nvcc").is_file()
+    # The machine's own dpkg database and sources are as they were.
+    assert "tests@example.invalid" not in Path("/var/lib/dpkg/status").read_text()
+    assert Path("/var/lib/dpkg/status").read_text().count("\nPackage: ") >= host_status.count("\nPackage: ") - 5
+    assert not any(SYSTEM_LIST in p.name for p in Path("/etc/apt/sources.list.d").iterdir())
+
+
+SYSTEM_LIST = apt.SYSTEM_LIST_NAME
+
+
+def test_install_system_needs_root(env, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SourceError, match="needs root: run it with sudo"):
+        apt.install_system("13.0.2", "minimal", set())

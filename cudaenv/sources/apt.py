@@ -715,3 +715,120 @@ class AptSource:
 
 
 SOURCE = AptSource
+
+
+# -- system mode ---------------------------------------------------------------
+
+SYSTEM_LIST_NAME = "cudaenv-cuda.list"
+# apt's configuration when installing into another root (an image being built):
+# everything relative to that root, nothing from the host's /etc/apt.
+TARGET_APT_CONF = """// Written by cudaenv for an apt-get run against the root {root}.
+Dir "{root}/";
+Dir::Etc::main "/dev/null";
+Dir::Etc::parts "{root}/etc/apt/apt.conf.d";
+DPkg::Options:: "--root={root}";
+DPkg::Options:: "--force-script-chrootless";
+DPkg::Options:: "--log={root}/var/log/dpkg.log";
+"""
+
+
+def _system_sources(root: Path, state: AptState, work: Path) -> tuple[Path, Path | None]:
+    """(a sources.list naming only the CUDA repository, a sources.list.d for installing).
+
+    The install directory holds the root's own source files (as links) plus
+    ours, so apt can still take system dependencies (libc6, ...) from the
+    distro; the root's /etc/apt is never written. When the root already
+    lists the repository (NVIDIA's cuda-keyring does that), its entry is used
+    as is: two entries with different signed-by would be an apt error.
+    """
+    only_ours = work / "cuda.list"
+    only_ours.write_text(state.source_line() + "\n")
+    parts = work / "sources.list.d"
+    parts.mkdir()
+    host_parts = root / "etc" / "apt" / "sources.list.d"
+    host_files = [root / "etc" / "apt" / "sources.list"]
+    try:
+        host_files += sorted(p for p in host_parts.iterdir() if p.suffix in (".list", ".sources"))
+    except OSError:
+        pass
+    already = False
+    for f in host_files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        already = already or state.url.rstrip("/") in text
+        if f.parent == host_parts:
+            os.symlink(f, parts / f.name)
+    if not already:
+        (parts / SYSTEM_LIST_NAME).write_text(state.source_line() + "\n")
+    return only_ours, parts
+
+
+def install_system(release: str, profile: str = "minimal", extra=frozenset(), *, root: Path | None = None) -> Path:
+    """apt-get install the profile's packages into <root>/usr/local/cuda-X.Y (root: "/"), then rehash.
+
+    The package set and versions are the ones a user install of the same
+    release would take (resolved in the private, verified state), so both
+    modes install the same toolkit. `root` other than / is for building images
+    and for tests: apt and dpkg then work entirely inside it (Dir=, dpkg --root).
+    Returns the toolkit directory.
+    """
+    import sys
+    import tempfile
+
+    if os.geteuid() != 0:
+        raise SourceError("install --system runs apt-get into /usr/local and needs root: run it with sudo, "
+                          "or drop --system to install into your own store")
+    rel = Release.parse(release)
+    target = Path(root or "/").absolute()
+    src = AptSource()
+    entries, _notes = src.resolve(rel, profile, set(extra))
+    if not shutil.which("apt-get"):
+        raise SourceError("apt: apt-get is not installed")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C.UTF-8")
+    env.pop("APT_CONFIG", None)
+    common = ["-q", "-o", "APT::Sandbox::User=root"]
+    with tempfile.TemporaryDirectory(prefix="cudaenv-apt-") as tmp:
+        work = Path(tmp)
+        if target != Path("/"):
+            for sub in ("etc/apt/apt.conf.d", "etc/apt/sources.list.d", "etc/apt/preferences.d",
+                        "var/lib/apt/lists/partial", "var/cache/apt/archives/partial", "var/lib/dpkg/info",
+                        "var/lib/dpkg/updates", "var/log/apt"):
+                (target / sub).mkdir(parents=True, exist_ok=True)
+            status = target / "var" / "lib" / "dpkg" / "status"
+            if not status.exists():
+                status.write_text("")
+            (work / "apt.conf").write_text(TARGET_APT_CONF.format(root=target))
+            env["APT_CONFIG"] = str(work / "apt.conf")
+        only_ours, parts = _system_sources(target, src.state, work)
+        # Refresh the CUDA repository's lists only, leaving the other sources' lists alone.
+        update = subprocess.run(
+            ["apt-get", *common, "-o", f"Dir::Etc::SourceList={only_ours}", "-o", "Dir::Etc::SourceParts=-",
+             "-o", "APT::Get::List-Cleanup=0", "update", "--error-on=any"],
+            env=env, capture_output=True, text=True)
+        if update.returncode != 0:
+            lines = [l for l in (update.stderr + "\n" + update.stdout).splitlines() if l.startswith(("E:", "W:", "Err:"))]
+            raise update_error(src.state.url, src.state.source_keyring, lines)
+        pinned = [f"{e.name}={e.version}" for e in entries]
+        # apt-get's own progress goes to stderr as it happens (stdout stays clean for --json);
+        # its lines are kept to name the reason when it fails.
+        proc = subprocess.Popen(
+            ["apt-get", *common, "-y", "--no-install-recommends", "-o", f"Dir::Etc::SourceParts={parts}",
+             "install", *pinned],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        reasons = []
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            if line.startswith("E:") or "Depends:" in line:
+                reasons.append(line.strip())
+        if proc.wait() != 0:
+            raise SourceError(f"apt-get install into {target} failed (exit {proc.returncode}): "
+                              f"{' '.join(reasons)[:400] if reasons else 'see the messages above'}")
+    toolkit = target / "usr" / "local" / f"cuda-{rel.short}"
+    if not os.access(toolkit / "bin" / "nvcc", os.X_OK):
+        raise SourceError(f"apt-get finished but {toolkit}/bin/nvcc is missing: the packages did not install a toolkit")
+    from .. import shims
+
+    shims.rehash()
+    return toolkit
