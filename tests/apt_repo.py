@@ -1,19 +1,16 @@
 """A real, signed, flat apt repository laid out like NVIDIA's CUDA repository.
 
 Packages are built with `dpkg-deb --build`, indexed with `apt-ftparchive`,
-signed with a throwaway gpg key (InRelease and Release.gpg), and served on
-127.0.0.1 over a real socket. Nothing here touches /etc/apt or /usr/local.
+signed with a throwaway gpg key (InRelease and Release.gpg); tests serve it on
+127.0.0.1 over a real socket with httpserver.FileServer. Nothing here touches
+/etc/apt or /usr/local.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import os
 import shutil
 import subprocess
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,22 +168,3 @@ def build_repo(root: Path, releases=tuple(RELEASES), key: GpgKey | None = None) 
     if key:
         sign_repo(repo, key)
     return repo
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serve(directory: Path):
-    """Serve `directory` on 127.0.0.1 (ephemeral port); yields the base URL ending in '/'."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
