@@ -237,7 +237,7 @@ def test_unreachable_repository(env, backend):
 
 def test_bad_configuration_is_a_clear_error(env, monkeypatch):
     monkeypatch.setenv("CUDAENV_APT_REPO", "http://example.invalid/a b")
-    with pytest.raises(SourceError, match="CUDAENV_APT_REPO=.*http.*URL"):
+    with pytest.raises(SourceError, match="CUDAENV_APT_REPO=.*must be an http"):
         apt.repo_url()
     monkeypatch.setenv("CUDAENV_APT_REPO", "http://127.0.0.1:9/x")
     assert apt.repo_url() == "http://127.0.0.1:9/x/"
@@ -422,3 +422,18 @@ def test_install_system_needs_root(env, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SourceError, match="needs root: run it with sudo"):
         apt.install_system("13.0.2", "minimal", set())
+
+
+def test_store_path_with_a_space_still_verifies(tmp_path, server, signing_key, monkeypatch, backend):
+    """signed-by cannot name a path with a space; the private trusted.gpg.d (this key only) stands in."""
+    for k, v in base_env(tmp_path / "my store" / "cudaenv").items():
+        monkeypatch.setenv(k, v)
+    src = source_for(server.url + "repo/")
+    src._keyring = signing_key.keyring
+    assert src.releases() == ["12.8.1", "13.0.0", "13.0.2"]
+    assert (src.state.dir / "etc" / "sources.list").read_text() == f"deb {server.url}repo/ /\n"
+    other = apt_repo.make_key(tmp_path / "other-gnupg", "someone else")
+    wrong = source_for(server.url + "repo/")
+    wrong._keyring = other.keyring
+    with pytest.raises(SourceError, match="not in the keyring"):
+        wrong.releases()

@@ -117,12 +117,17 @@ def host_arch() -> tuple[str, str]:
     return ARCHES[machine]
 
 
+def check_url(url: str, what: str = "CUDAENV_APT_REPO") -> str:
+    """The repository URL, normalised to end in '/'; it goes into a sources.list line, so no spaces or brackets."""
+    if not re.match(r"https?://[^\s\"'\[\]#]+\Z", url):
+        raise SourceError(f"{what}={url[:60]!r}: must be an http(s) URL without spaces, quotes, brackets or '#'")
+    return url.rstrip("/") + "/"
+
+
 def repo_url() -> str:
     url = os.environ.get("CUDAENV_APT_REPO")
     if url:
-        if not re.match(r"https?://[^\s\"'\[\]]+\Z", url):
-            raise SourceError(f"CUDAENV_APT_REPO={url[:60]!r}: must be an http(s) URL without spaces or brackets")
-        return url.rstrip("/") + "/"
+        return check_url(url)
     return f"{DEFAULT_BASE}{host_distro()}/{host_arch()[0]}/"
 
 
@@ -339,6 +344,9 @@ Acquire::AllowInsecureRepositories "false";
 Acquire::AllowDowngradeToInsecureRepositories "false";
 Acquire::Languages "none";
 Acquire::GzipIndexes "false";
+// Retry, but do not wait long between tries: `--source auto` moves on when NVIDIA's host is down.
+Acquire::Retries "3";
+Acquire::Retries::Delay::Maximum "1";
 Acquire::IndexTargets::deb::DEP-11::DefaultEnabled "false";
 Acquire::IndexTargets::deb::Contents-deb::DefaultEnabled "false";
 """
@@ -348,7 +356,9 @@ class AptState:
     """$CUDAENV_ROOT/apt/<key>/: everything apt needs for one repository and keyring."""
 
     def __init__(self, url: str, keyring: Path, arch: str, base: Path | None = None):
-        self.url, self.arch = url, arch
+        if arch not in {a for _, a in ARCHES.values()}:
+            raise SourceError(f"apt: unsupported architecture {arch[:20]!r}: allowed are amd64, arm64")
+        self.url, self.arch = check_url(url, "repository URL"), arch
         self.source_keyring = Path(keyring)  # what the user named; apt reads the copy in the state
         key_bytes = Path(keyring).read_bytes()
         # One state per (repository, keyring): switching keyrings can never reuse lists the old one verified.
@@ -365,6 +375,9 @@ class AptState:
             (d / sub).mkdir(parents=True, exist_ok=True)
         if not self.keyring.exists() or self.keyring.read_bytes() != self._key_bytes:
             self.keyring.write_bytes(self._key_bytes)
+        trusted = d / "etc" / "trusted.gpg.d" / ("cuda-archive" + self.keyring.suffix)
+        if not self.signed_by_works() and not trusted.exists():
+            shutil.copyfile(self.keyring, trusted)
         # Root downloads into dirs owned by root: apt's _apt sandbox user could not write there.
         sandbox = "root" if os.geteuid() == 0 else "_apt"
         store.write_atomic(self.conf, APT_CONF.format(d=d, arch=self.arch, sandbox=sandbox))
@@ -373,8 +386,20 @@ class AptState:
             store.write_atomic(d / "state" / "status", "")
         (d / "source.json").write_text(json.dumps({"url": self.url, "arch": self.arch}) + "\n")
 
-    def source_line(self) -> str:
-        return f"deb [signed-by={self.keyring}] {self.url} /"
+    def signed_by_works(self) -> bool:
+        # sources.list splits options on whitespace: a store path with a space
+        # cannot be named in signed-by.
+        return re.fullmatch(r"[^\s\[\]]+", str(self.keyring)) is not None
+
+    def source_line(self, system: bool = False) -> str:
+        if self.signed_by_works():
+            return f"deb [signed-by={self.keyring}] {self.url} /"
+        if system:
+            raise SourceError(f"apt: the keyring path {self.keyring} contains a space, which apt's signed-by "
+                              "cannot name: set CUDAENV_ROOT to a path without spaces for --system")
+        # The private trusted.gpg.d holds this one key only, so an entry without
+        # signed-by is still verified against NVIDIA's key and nothing else.
+        return f"deb {self.url} /"
 
     def env(self) -> dict:
         env = dict(os.environ, APT_CONFIG=str(self.conf), LC_ALL="C.UTF-8", LANGUAGE="")
@@ -742,7 +767,7 @@ def _system_sources(root: Path, state: AptState, work: Path) -> tuple[Path, Path
     as is: two entries with different signed-by would be an apt error.
     """
     only_ours = work / "cuda.list"
-    only_ours.write_text(state.source_line() + "\n")
+    only_ours.write_text(state.source_line(system=True) + "\n")
     parts = work / "sources.list.d"
     parts.mkdir()
     host_parts = root / "etc" / "apt" / "sources.list.d"
@@ -761,7 +786,7 @@ def _system_sources(root: Path, state: AptState, work: Path) -> tuple[Path, Path
         if f.parent == host_parts:
             os.symlink(f, parts / f.name)
     if not already:
-        (parts / SYSTEM_LIST_NAME).write_text(state.source_line() + "\n")
+        (parts / SYSTEM_LIST_NAME).write_text(state.source_line(system=True) + "\n")
     return only_ours, parts
 
 
