@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Shim overhead: `$CUDAENV_ROOT/shims/nvcc` against a direct exec of the same
+# stub nvcc it ends up running, with the project's .cuda-version five
+# directories up (target: <= 1.0 ms median added). Also shown for scale: a
+# shim built for bash instead of dash, and `cudaenv exec nvcc` (Python).
+# Usage: bash bench/shim.sh [runs]
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${1:-300}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$work" "$repo/tests" <<'PY'
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from toolkits import managed
+root = Path(sys.argv[1]) / "root"
+managed(root, "12.8.1"); managed(root, "13.0.2")
+proj = Path(sys.argv[1]) / "proj"
+(proj / "a/b/c/d/e").mkdir(parents=True)
+(proj / ".cuda-version").write_text("# pinned\n12.8\n")
+PY
+export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
+python3 -m cudaenv rehash --quiet
+real="$work/root/versions/12.8.1/bin/nvcc"
+shim="$work/root/shims/nvcc"
+# The same shim under bash, to show what the interpreter choice costs.
+mkdir "$work/bash-shims"
+sed '1s|.*|#!/bin/bash|' "$shim" >"$work/bash-shims/nvcc" && chmod +x "$work/bash-shims/nvcc"
+# The floor for any sh shim: dash starting and exec'ing, with no selection at all.
+mkdir "$work/floor"
+printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/floor/nvcc" && chmod +x "$work/floor/nvcc"
+cd "$work/proj/a/b/c/d/e"
+"$shim" -c x.cu | grep -q "release=12.8.1"
+python3 -m cudaenv exec -- nvcc -c x.cu | grep -q "release=12.8.1"
+
+hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/shim.json" \
+  -n "direct exec (baseline)" "$real -c x.cu" \
+  -n "shim (/bin/sh = $(readlink -f /bin/sh))" "$shim -c x.cu" \
+  -n "floor: sh script that only execs" "$work/floor/nvcc -c x.cu" \
+  -n "same shim under bash" "$work/bash-shims/nvcc -c x.cu" \
+  -n "cudaenv exec nvcc (Python)" "python3 -m cudaenv exec -- nvcc -c x.cu" >/dev/null
+
+python3 - "$work/shim.json" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+base = res[0]["median"]
+print(f"{'command':40} {'median ms':>10} {'added ms':>9} {'ratio':>7}")
+for r in res:
+    m = r["median"]
+    print(f"{r['command']:40} {m*1000:10.3f} {(m-base)*1000:9.3f} {m/base:6.2f}x")
+PY
