@@ -101,6 +101,18 @@ def read_receipt(path: Path) -> dict:
         return {}
 
 
+def _nvcc_version(toolkit_dir: Path) -> str | None:
+    """nvcc's component version from the toolkit's version.json, which every source writes."""
+    import json
+
+    try:
+        data = json.loads((toolkit_dir / "version.json").read_text())
+        version = data.get("cuda_nvcc", {}).get("version")
+        return version if isinstance(version, str) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def managed_toolkits() -> list[Toolkit]:
     """Managed toolkits, newest first. Directories with invalid names are ignored."""
     from .toolkit import Toolkit
@@ -124,9 +136,7 @@ def managed_toolkits() -> list[Toolkit]:
                 root=Path(entry.path),
                 origin="cudaenv",
                 managed=True,
-                nvcc_version=(receipt.get("components") or {}).get("cuda_nvcc", {}).get("version")
-                if isinstance(receipt.get("components"), dict)
-                else None,
+                nvcc_version=_nvcc_version(Path(entry.path)),
                 receipt=receipt,
             )
         )
