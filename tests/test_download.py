@@ -145,3 +145,31 @@ def test_file_url_is_verified_too(env, tmp_path):
     art2 = Artifact("y", "1", src.as_uri(), "1" * 64, len(data), "mirror.bin", "tar.xz")
     with pytest.raises(DownloadError, match="sha256 mismatch"):
         Downloader().fetch(art2)
+
+
+def test_progress_bar_on_a_tty_and_lines_off_it(env, server):
+    import io
+
+    from cudaenv.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    arts = [publish(server, f"p{i}.bin", 200_000) for i in range(2)]
+    tty = Tty()
+    bar = Progress(stream=tty)
+    bar.REDRAW = 0  # draw on every chunk so the test sees intermediate states
+    Downloader(bar).fetch_all(arts)
+    text = tty.getvalue()
+    assert bar.mode == "bar" and "\r\x1b[K" in text
+    assert "390.6 KiB/390.6 KiB" in text and "/s ETA " in text and "[####" in text
+
+    plain = io.StringIO()
+    Downloader(Progress(stream=plain)).fetch_all([publish(server, "q.bin", 1000)])
+    lines = plain.getvalue().splitlines()
+    assert lines[0] == "download: 1000 B" and "q.bin: downloaded and verified" in lines[1]
+    assert lines[-1].startswith("download: done, 1000 B in ") and "\x1b" not in plain.getvalue()
+    quiet = io.StringIO()
+    Downloader(Progress("quiet", stream=quiet)).fetch_all([publish(server, "r.bin", 1000)])
+    assert quiet.getvalue() == ""
