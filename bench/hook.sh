@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Prompt hook cost when nothing changed (target: <= 0.5 ms per prompt in bash):
+# inside one shell, N calls of the hook against N iterations of an empty loop,
+# in the same run; the difference divided by N is the hook's cost. The project's
+# .cuda-version is five directories up. Repeated 7 times; medians reported.
+# Usage: bash bench/hook.sh [N]
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+n="${1:-2000}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+python3 - "$work" "$repo/tests" <<'PY'
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from toolkits import managed
+root = Path(sys.argv[1]) / "root"
+managed(root, "12.8.1"); managed(root, "13.0.2")
+proj = Path(sys.argv[1]) / "proj"
+(proj / "a/b/c/d/e").mkdir(parents=True)
+(proj / ".cuda-version").write_text("# pinned\n12.8\n")
+PY
+export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
+python3 -m cudaenv rehash --quiet
+for sh in bash zsh fish; do python3 -m cudaenv init - $sh >"$work/init.$sh"; done
+deep="$work/proj/a/b/c/d/e"
+
+# Each run prints "<shell> <t0> <t1> <t2>" in µs: empty loop from t0 to t1, hook calls from t1 to t2.
+: >"$work/raw"
+for r in 1 2 3 4 5 6 7; do bash --norc -c '
+source "$1"; cd "$2"; _cudaenv_prompt; n=$3
+t0=$EPOCHREALTIME; for ((i = 0; i < n; i++)); do :; done; t1=$EPOCHREALTIME
+for ((i = 0; i < n; i++)); do _cudaenv_prompt; done; t2=$EPOCHREALTIME
+echo "bash ${t0/./} ${t1/./} ${t2/./}"' _ "$work/init.bash" "$deep" "$n" >>"$work/raw"; done
+for r in 1 2 3 4 5 6 7; do zsh -f -c '
+zmodload zsh/datetime; source "$1"; cd "$2"; _cudaenv_prompt; n=$3
+t0=$EPOCHREALTIME; for ((i = 0; i < n; i++)); do :; done; t1=$EPOCHREALTIME
+for ((i = 0; i < n; i++)); do _cudaenv_prompt; done; t2=$EPOCHREALTIME
+printf "zsh %.0f %.0f %.0f\n" $((t0*1e6)) $((t1*1e6)) $((t2*1e6))' _ "$work/init.zsh" "$deep" "$n" >>"$work/raw"; done
+# fish has no clock builtin: time whole runs with and without the hook calls.
+fn=$((n / 4))
+hyperfine -N --warmup 1 --runs 7 --export-json "$work/fish.json" \
+  "fish --no-config -c 'source $work/init.fish; cd $deep; for i in (seq $fn); end'" \
+  "fish --no-config -c 'source $work/init.fish; cd $deep; for i in (seq $fn); __cudaenv_hook; end'" >/dev/null
+
+python3 - "$work/raw" "$work/fish.json" "$n" "$fn" <<'PY'
+import json, statistics, sys
+n, fn = int(sys.argv[3]), int(sys.argv[4])
+rows = {}
+for line in open(sys.argv[1]):
+    sh, t0, t1, t2 = line.split()
+    t0, t1, t2 = int(t0), int(t1), int(t2)
+    rows.setdefault(sh, []).append(((t1 - t0) / n, (t2 - t1) / n))
+print(f"{'shell':6} {'empty loop µs/iter':>19} {'hook µs/call':>13} {'added µs':>9}")
+for sh, vals in rows.items():
+    empty = statistics.median(v[0] for v in vals)
+    hook = statistics.median(v[1] for v in vals)
+    print(f"{sh:6} {empty:19.2f} {hook:13.2f} {hook - empty:9.2f}")
+res = json.load(open(sys.argv[2]))["results"]
+diff = (res[1]["median"] - res[0]["median"]) / fn * 1e6
+print(f"fish   {'(whole-run medians)':>19} {'':>13} {diff:9.2f}")
+PY
