@@ -5,9 +5,9 @@ Every member is checked before anything is written for it:
   - device files and fifos are refused;
   - a symlink must resolve inside the root, and a hard link must name a
     member already extracted inside the root;
-  - nothing is ever written through a symlink (files are opened O_NOFOLLOW
-    after unlinking what was there, and a parent that resolves outside the
-    root is refused);
+  - nothing is ever written through a symlink (each entry is created under a
+    temp name with O_EXCL|O_NOFOLLOW and renamed over its path, and a parent
+    that resolves outside the root is refused);
   - setuid/setgid/sticky bits are dropped.
 After all archives of an install are extracted, `verify_links` re-checks every
 symlink, so a link made harmless-looking by an order of members (or by
@@ -20,6 +20,7 @@ memory stays flat however large a component is.
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 import tarfile
 import zipfile
@@ -95,17 +96,26 @@ class _Writer:
             raise UnsafeArchive(f"{self.archive}: member {member!r} would be written outside the root")
         return path
 
-    def _clear(self, path: str) -> None:
+    def _place(self, path: str, make) -> None:
+        """Create the entry under a temp name with make(tmp), then rename it over `path`.
+
+        Archives merged in parallel into one root may hold the same name (every
+        NVIDIA archive has a LICENSE): rename(2) makes the last complete one win,
+        and replaces a symlink at `path` instead of writing through it.
+        """
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise UnsafeArchive(f"{self.archive}: member {os.path.relpath(path, self.root)!r} "
+                                f"would replace a directory")
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{secrets.token_hex(6)}.part")
         try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return
-        if stat.S_ISDIR(st.st_mode):
-            return
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+            make(tmp)
+            os.rename(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
 
     def directory(self, rel, member, mode):
         path = self._target(rel, member)
@@ -116,14 +126,18 @@ class _Writer:
 
     def file(self, rel, member, mode, chunks, mtime=None):
         path = self._target(rel, member)
-        self._clear(path)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-            os.fchmod(f.fileno(), (mode & _SAFE_MODE_BITS) | 0o600)
-        if mtime is not None:
-            os.utime(path, (mtime, mtime), follow_symlinks=False)
+
+        def make(tmp):
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                for chunk in chunks:
+                    f.write(chunk)
+                f.flush()
+                os.fchmod(f.fileno(), (mode & _SAFE_MODE_BITS) | 0o600)
+                if mtime is not None:
+                    os.utime(f.fileno(), (mtime, mtime))
+
+        self._place(path, make)
         self.written.append("/".join(rel))
 
     def symlink(self, rel, member, target):
@@ -133,8 +147,7 @@ class _Writer:
         resolved = os.path.realpath(os.path.join(os.path.dirname(path), target))
         if not _inside(self.root, resolved):
             raise UnsafeArchive(f"{self.archive}: symlink {member!r} -> {target!r} points outside the root")
-        self._clear(path)
-        os.symlink(target, path)
+        self._place(path, lambda tmp: os.symlink(target, tmp))
         self.written.append("/".join(rel))
 
     def hardlink(self, rel, member, target_rel):
@@ -144,8 +157,7 @@ class _Writer:
         if not _inside(self.root, os.path.realpath(source)) or not os.path.isfile(source):
             raise UnsafeArchive(f"{self.archive}: hard link {member!r} points outside the extracted tree")
         path = self._target(rel, member)
-        self._clear(path)
-        os.link(source, path, follow_symlinks=False)
+        self._place(path, lambda tmp: os.link(source, tmp, follow_symlinks=False))
         self.written.append("/".join(rel))
 
 

@@ -160,3 +160,23 @@ def test_cancel_stops_between_members(tmp_path):
     with pytest.raises(extract.Cancelled):
         extract.extract_artifact(arc, "tar.xz", tmp_path / "root", TOP, ev)
     assert not (tmp_path / "root" / "bin").exists()
+
+
+def test_parallel_archives_sharing_names_merge_cleanly(tmp_path):
+    """Every NVIDIA archive has a LICENSE at its top: parallel extraction must not mix them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    arcs = []
+    for i in range(6):
+        top = f"comp{i}-archive"
+        arc = tmp_path / f"{top}.tar.xz"
+        body = (f"license {i}\n" * 20000).encode()
+        write_tar_xz(arc, [(f"{top}/LICENSE", "file", body, 0o644), (f"{top}/lib/libc{i}.so", "file", b"x", 0o755)])
+        arcs.append((arc, top))
+    root = tmp_path / "root"
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda a: extract.extract_artifact(a[0], "tar.xz", root, a[1]), arcs))
+    text = (root / "LICENSE").read_text()
+    assert len(set(text.splitlines())) == 1 and len(text.splitlines()) == 20000
+    assert sorted(os.listdir(root / "lib")) == [f"libc{i}.so" for i in range(6)]
+    assert not [n for n in os.listdir(root) if n.endswith(".part")]
