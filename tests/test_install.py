@@ -379,3 +379,18 @@ def test_uninstall_warns_about_selecting_files(env, srv):
     r = env.run("uninstall", "13.0.2", "--yes")
     assert r.returncode == 1 and "not installed" in r.stderr
     assert env.run("uninstall", "../x", "--yes").returncode == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (("13.0", "--source", "bogus"), "unknown source 'bogus': allowed are auto, redist, apt, pypi"),
+    (("13.0", "--profile", "huge"), "unknown profile 'huge': allowed are minimal, build, full"),
+    (("--list", "--source", "bogus"), "unknown source 'bogus'"),
+])
+def test_bad_option_values_exit_1(env, srv, args, message):
+    r = env.run("install", *args)
+    assert r.returncode == 1 and message in r.stderr and srv.hits() == 0
+
+
+def test_install_help_documents_exit_codes(env):
+    out = env.run("install", "--help").stdout
+    assert "Exit codes:" in out and "cudaenv install 13.0" in out and "--keep-cache" in out

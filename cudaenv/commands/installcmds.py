@@ -93,10 +93,12 @@ environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 
 {EXIT_CODES}""")
 @click.argument("versions", nargs=-1)
-@click.option("--source", default="auto", show_default=True,
-              type=click.Choice(["auto", "redist", "apt", "pypi"]), help="Where to get the toolkit.")
-@click.option("--profile", default="minimal", show_default=True,
-              type=click.Choice(list(components.PROFILES)), help="Which components to install.")
+# Plain strings checked by the core, so a bad value exits 1 (bad input) with the
+# allowed values, not click's usage-error code 2, which means a source failure here.
+@click.option("--source", default="auto", show_default=True, metavar="auto|redist|apt|pypi",
+              help="Where to get the toolkit.")
+@click.option("--profile", default="minimal", show_default=True, metavar="|".join(components.PROFILES),
+              help="Which components to install.")
 @click.option("--with", "extra", multiple=True, metavar="COMPONENT",
               help="Add a component (generic name such as cupti, or the source's package name). Repeatable.")
 @click.option("--force", is_flag=True, help="Reinstall even if the release is installed.")
