@@ -62,7 +62,10 @@ function __cudaenv_invalid
 end
 
 # Sets __cudaenv_spec from version file $file, or __cudaenv_err and returns 1.
+# A .tool-versions counts only through its `cuda <version>` line; without one
+# the status is 2 (the walk up goes on).
 function __cudaenv_read_version -a file
+    set -l tool (string match -q '*/.tool-versions' -- "$file"; and echo 1)
     if not test -r "$file"
         set -g __cudaenv_err "$file: cannot read version file: Permission denied"
         return 1
@@ -85,6 +88,17 @@ function __cudaenv_read_version -a file
         set -l v (string replace -r '%23.*$' '' -- "$e")
         set v (string replace -r '^(%20|%09)+' '' -- "$v")
         set v (string replace -r '(%20|%09)+$' '' -- "$v")
+        if test -n "$tool"
+            if test "$v" = cuda
+                __cudaenv_invalid "$file:$lineno: the cuda line names no version"
+                return 1
+            else if string match -qr '^cuda(%20|%09)' -- "$v"
+                set v (string replace -r '^cuda(%20|%09)+' '' -- "$v")
+                set v (string replace -r '(%20|%09).*$' '' -- "$v")
+            else
+                continue
+            end
+        end
         test -n "$v"; or continue
         if not __cudaenv_valid_spec "$v"
             __cudaenv_invalid "$file:$lineno: invalid version "(__cudaenv_describe "$v")
@@ -93,16 +107,28 @@ function __cudaenv_read_version -a file
         set -g __cudaenv_spec $v
         return 0
     end
+    if test -n "$tool"
+        __cudaenv_invalid "$file: no cuda line"
+        return 2
+    end
     __cudaenv_invalid "$file: no version found (the file is empty or only comments)"
 end
 
-# The nearest .cuda-version from $PWD up to /, printed; status 1 if none.
+# The nearest version file from $PWD up to /, printed; status 1 if none: in
+# each directory .cuda-version, else a .tool-versions with a cuda line.
 function __cudaenv_find_file
     set -l d (string replace -r '/$' '' -- $PWD)
     while true
         if test -f "$d/.cuda-version"
             echo "$d/.cuda-version"
             return 0
+        end
+        if test -f "$d/.tool-versions"
+            __cudaenv_read_version "$d/.tool-versions"
+            if test $status -ne 2
+                echo "$d/.tool-versions"
+                return 0
+            end
         end
         test -n "$d"; or return 1
         set d (string replace -r '/[^/]*$' '' -- "$d")

@@ -54,13 +54,16 @@ _cudaenv_restore() {
 # The lines of version file $1 up to its first value line, into _ce_raw: the
 # cheap part of the key. Validation happens only when the key changes.
 _cudaenv_raw_value() {
-    local line
+    local line tool=
+    case $1 in */.tool-versions) tool=1 ;; esac  # there, the cuda line is the value
     _ce_raw=
     while IFS= read -r line || [ -n "$line" ]; do
         _ce_raw="$_ce_raw|$line"
         line=${line%%#*}
         _cudaenv_trim "$line"
-        [ -n "$_ce_trimmed" ] && return 0
+        [ -n "$_ce_trimmed" ] || continue
+        [ -z "$tool" ] && return 0
+        case $_ce_trimmed in cuda | cuda[" $_ce_tab"]*) return 0 ;; esac
     done <"$1"
 }
 

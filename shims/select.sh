@@ -87,6 +87,8 @@ _cudaenv_fd9_pos() {
 
 # Read the version file $1 (already opened on fd 9 by the caller). Sets
 # _ce_spec and _ce_line, or _ce_err and returns 1. Reading stops at the value.
+# With $2 = tool, $1 is a .tool-versions: only its `cuda <version>` line counts,
+# and a file without one returns 2 (the walk up goes on, as asdf's does).
 _cudaenv_scan_fd9() {
     local LC_ALL=C  # bash/zsh: ${#x} counts bytes, not characters
     local line value rest before nl raw delta lineno=0
@@ -125,6 +127,17 @@ _cudaenv_scan_fd9() {
         value=${rest%%#*}
         _cudaenv_trim "$value"
         value=$_ce_trimmed
+        if [ "${2-}" = tool ]; then
+            case $value in
+                cuda)
+                    _cudaenv_invalid "$1:$lineno: the cuda line names no version"
+                    return 1 ;;
+                cuda[" $_ce_tab"]*)
+                    _cudaenv_trim "${value#cuda}"
+                    value=${_ce_trimmed%%[" $_ce_tab"]*} ;;
+                *) value= ;;
+            esac
+        fi
         [ -z "$value" ] && { [ $nl = 1 ] && continue || break; }
         if [ ${#value} -gt 14 ] || ! _cudaenv_valid_spec "$value"; then
             _cudaenv_describe "$value"
@@ -135,6 +148,10 @@ _cudaenv_scan_fd9() {
         _ce_line=$lineno
         return 0
     done
+    if [ "${2-}" = tool ]; then
+        _cudaenv_invalid "$1: no cuda line"
+        return 2
+    fi
     _cudaenv_invalid "$1: no version found (the file is empty or only comments)"
     return 1
 }
@@ -150,10 +167,14 @@ _cudaenv_read_version() {
         _ce_err="$1: cannot read version file: Permission denied"
         return 1
     fi
-    _cudaenv_scan_fd9 "$1" 9<"$1"
+    case $1 in
+        */.tool-versions) _cudaenv_scan_fd9 "$1" tool 9<"$1" ;;
+        *) _cudaenv_scan_fd9 "$1" 9<"$1" ;;
+    esac
 }
 
-# The nearest .cuda-version from $PWD up to /, into _ce_file (empty if none).
+# The nearest version file from $PWD up to /, into _ce_file (empty if none):
+# in each directory .cuda-version, else a .tool-versions with a cuda line.
 _cudaenv_find_file() {
     local d
     d=${PWD:-/}
@@ -162,6 +183,13 @@ _cudaenv_find_file() {
         if [ -f "$d/.cuda-version" ]; then
             _ce_file=$d/.cuda-version
             return 0
+        fi
+        if [ -f "$d/.tool-versions" ]; then
+            _cudaenv_read_version "$d/.tool-versions"
+            if [ $? != 2 ]; then
+                _ce_file=$d/.tool-versions
+                return 0
+            fi
         fi
         [ -z "$d" ] && break
         d=${d%/*}

@@ -25,13 +25,12 @@ IDS = [c.id for c in CASES]
 def _no_selection(case, box: Sandbox) -> bool:
     if case.env.get("CUDAENV_VERSION", "").strip(" \t") or case.global_ is not None:
         return False
-    d = box.cwd
-    while True:
-        if (d / ".cuda-version").is_file():
-            return False
-        if d == d.parent:
-            return True
-        d = d.parent
+    from cudaenv import selection
+
+    try:
+        return selection.find_version_file(box.cwd) is None
+    except selection.SelectionError:
+        return False  # a bad .tool-versions cuda line selects (an error)
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
