@@ -46,7 +46,9 @@ def _list_releases(source: str, as_json: bool) -> None:
     out, errors = {}, []
     for name in names:
         try:
-            out[name] = registry.get(name).releases()
+            src = registry.get(name)
+            # A source may offer releases it cannot install (PyPI 12.x: no nvcc in the wheels).
+            out[name] = getattr(src, "installable_releases", src.releases)()
         except SourceError as e:
             errors.append(f"{name}: {e}")
     if as_json:
@@ -69,6 +71,7 @@ Examples:
   cudaenv install 13 --with cupti --with gdb
   cudaenv install                      # what .cuda-version (or the global file) selects
   cudaenv install --list --source redist
+  cudaenv install --auto               # what `cudaenv resolve` recommends for this machine
   cudaenv install 13.0 --json -q       # one JSON object on stdout
   sudo cudaenv install 13.0 --system   # apt-get into /usr/local/cuda-13.0
 
@@ -107,10 +110,17 @@ environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 @click.option("--system", is_flag=True, help="Install system-wide with apt-get into /usr/local/cuda-X.Y (root).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
-def install(versions, source, profile, extra, force, keep_cache, list_, system, as_json, quiet):
+@click.option("--auto", is_flag=True, help="Install the release `cudaenv resolve` recommends here.")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="With --auto: the Python whose torch and JIT libraries count.")
+def install(versions, source, profile, extra, force, keep_cache, list_, system, as_json, quiet, auto, python):
     """Install CUDA toolkits (verified, no root needed)."""
     if list_:
         return _list_releases(source, as_json)
+    if auto:
+        if versions:
+            _fail("--auto takes no VERSION", 1)
+        versions = _auto_versions(python)
     from .. import install as core
 
     if system:
@@ -141,6 +151,27 @@ def install(versions, source, profile, extra, force, keep_cache, list_, system, 
     if as_json:
         click.echo(json.dumps(results if len(results) != 1 else results[0], indent=2))
     sys.exit(code)
+
+
+def _clear_stale_jit(yes: bool) -> list[str]:
+    """Remove JIT cache entries built by a toolkit other than the selected one."""
+    from .. import jitcache, selection
+
+    try:
+        current = selection.current().release
+    except selection.SelectionError:
+        current = None  # nothing selected: every entry counts as stale only if doctor says so
+    confirm = None if yes else (lambda prompt: click.confirm(prompt, default=False, err=True))
+    try:
+        return jitcache.clear_jit_caches(confirm=confirm, stale_only=True, current_release=current)
+    except click.Abort:
+        return []
+
+
+def _auto_versions(python):
+    from .core import _auto_release
+
+    return (_auto_release(python),)
 
 
 def _install_system(versions, profile, extra, as_json):
@@ -237,22 +268,25 @@ def cache_list(as_json):
 
 
 @cache.command("clear", epilog="""\b
---jit removes stale JIT caches (ComputeCache, Triton, torch extensions) through
-cudaenv doctor's clear_jit_caches, when that module is installed.""")
-@click.option("--jit", is_flag=True, help="Also clear stale CUDA/Triton/torch JIT caches.")
+Examples:
+  cudaenv cache clear              # delete the downloaded archives
+  cudaenv cache clear --jit        # also stale FlashInfer, torch_extensions and Triton
+                                   # JIT caches built by another toolkit (asks first)
+  cudaenv cache clear --jit --yes
+
+A JIT cache entry is stale when the toolkit that built it is not the one
+selected here (the same test as `cudaenv doctor`'s jit-caches check).""")
+@click.option("--jit", is_flag=True, help="Also clear stale FlashInfer/torch_extensions/Triton JIT caches.")
+@click.option("-y", "--yes", is_flag=True, help="With --jit: do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def cache_clear(jit, as_json):
+def cache_clear(jit, yes, as_json):
     """Delete cached archives (and with --jit, stale JIT caches)."""
     from .. import install as core
 
     files, freed = core.clear_cache()
     out = {"files": files, "bytes": freed}
     if jit:
-        try:
-            from ..doctor import clear_jit_caches
-        except ImportError:
-            _fail("--jit needs cudaenv.doctor, which is not available in this installation", 2)
-        out["jit"] = clear_jit_caches()
+        out["jit"] = _clear_stale_jit(yes)
     if as_json:
         click.echo(json.dumps(out, indent=2, default=str))
         return
