@@ -292,7 +292,9 @@ def _wait_for_extraction(e: Env, proc, limit=240) -> None:
     while time.monotonic() < deadline:
         for name in e.staging():
             lib = e.root / "staging" / name / "lib"
-            if lib.is_dir() and any(p.name.endswith("_payload.bin") for p in lib.iterdir()):
+            # The payload is written under a temp name (".<name>.<hex>.part") and renamed
+            # when complete: either name means extraction is under way.
+            if lib.is_dir() and any("_payload.bin" in p.name for p in lib.iterdir()):
                 return
         if proc.poll() is not None:
             pytest.fail(f"install ended before extraction was seen: {proc.communicate()}")
