@@ -35,7 +35,21 @@ def render_select() -> str:
 
 
 def render_shim() -> str:
-    return template("shim.sh").replace("# @SELECT_LIB@\n", render_select())
+    text = template("shim.sh").replace("# @SELECT_LIB@\n", render_select())
+    return _strip_comment_lines(text)
+
+
+def _strip_comment_lines(text: str) -> str:
+    """Drop whole-line comments and blank lines (the shebang stays).
+
+    dash parses the whole shim on every call; the templates are mostly
+    comments, and not reading them is a measurable part of the shim's budget.
+    Only lines that are nothing but a comment go: the templates have no
+    here-documents or multi-line strings in which such a line could be data.
+    """
+    lines = text.split("\n")
+    kept = [lines[0]] + [l for l in lines[1:] if l.strip() and not l.lstrip().startswith("#")]
+    return "\n".join(kept) + "\n"
 
 
 def executables(toolkits) -> set[str]:
