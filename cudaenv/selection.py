@@ -69,8 +69,9 @@ def _invalid(where: str, lineno: int | None, why: str) -> InvalidSelection:
     return InvalidSelection(f"{at}: {why}; allowed are {ALLOWED}")
 
 
-def parse_version_text(data: bytes, where: str) -> tuple[Spec, int]:
-    """The spec in a version file's bytes and its line number. Raises InvalidSelection."""
+def _checked_lines(data: bytes, where: str):
+    """(line number, bytes without CR/LF) of each line, held to the limits every
+    line read must meet; callers stop at their value, so later lines are never checked."""
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if raw.endswith(b"\r"):
             raw = raw[:-1]
@@ -78,6 +79,12 @@ def parse_version_text(data: bytes, where: str) -> tuple[Spec, int]:
             raise _invalid(where, lineno, f"line is longer than {MAX_LINE} bytes")
         if b"\0" in raw:
             raise _invalid(where, lineno, "NUL byte in version file")
+        yield lineno, raw
+
+
+def parse_version_text(data: bytes, where: str) -> tuple[Spec, int]:
+    """The spec in a version file's bytes and its line number. Raises InvalidSelection."""
+    for lineno, raw in _checked_lines(data, where):
         # Comments may hold any text; only the value itself is held to the grammar.
         value = raw.split(b"#", 1)[0].strip(b" \t")
         if not value:
@@ -97,13 +104,7 @@ def tool_versions_cuda(data: bytes, where: str) -> tuple[Spec, int] | None:
     `cuda` line counts. Lines read (up to that one) follow the same limits as
     .cuda-version: at most MAX_LINE bytes and no NUL.
     """
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if len(raw) > MAX_LINE:
-            raise _invalid(where, lineno, f"line is longer than {MAX_LINE} bytes")
-        if b"\0" in raw:
-            raise _invalid(where, lineno, "NUL byte in version file")
+    for lineno, raw in _checked_lines(data, where):
         # Words are separated by spaces and tabs only, as the shell's IFS splits them.
         words = [w for w in raw.split(b"#", 1)[0].replace(b"\t", b" ").split(b" ") if w]
         if not words or words[0] != b"cuda":
