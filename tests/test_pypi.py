@@ -26,6 +26,7 @@ from cudaenv import discover
 from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease, Unreachable
 from cudaenv.sources import pypi
 from cudaenv.sources.pypi import PypiSource
+from httpserver import closed_port
 
 PYPI = "https://pypi.org/simple/"
 MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
@@ -207,14 +208,6 @@ def empty_index(tmp_path):
     index = Index(wheels)
     yield index, wheels
     index.close()
-
-
-def closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 # -- which index ----------------------------------------------------------------
