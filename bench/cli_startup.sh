@@ -16,18 +16,8 @@ python3 -m venv "$work/venv"
 py="$work/venv/bin/python"
 cli="$work/venv/bin/cudaenv"
 
-# A store with two managed toolkits and a project five directories below its .cuda-version.
-"$py" - "$work" "$repo/tests" <<'PY'
-import sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[2])
-from toolkits import managed
-root = Path(sys.argv[1]) / "root"
-managed(root, "12.8.1"); managed(root, "13.0.2")
-proj = Path(sys.argv[1]) / "proj"
-(proj / "a/b/c/d/e").mkdir(parents=True)
-(proj / ".cuda-version").write_text("13.0\n")
-PY
+# A store with two managed toolkits; the project is five directories below its .cuda-version.
+"$py" "$repo/bench/stub_store.py" "$work" $'13.0\n'
 export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
 (cd "$work" && "$py" -c "from cudaenv.shims import rehash; rehash()")
 cd "$work/proj/a/b/c/d/e"

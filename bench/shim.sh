@@ -10,17 +10,8 @@ runs="${1:-300}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$work" "$repo/tests" <<'PY'
-import sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[2])
-from toolkits import managed
-root = Path(sys.argv[1]) / "root"
-managed(root, "12.8.1"); managed(root, "13.0.2")
-proj = Path(sys.argv[1]) / "proj"
-(proj / "a/b/c/d/e").mkdir(parents=True)
-(proj / ".cuda-version").write_text("# pinned\n12.8\n")
-PY
+# A store with two managed toolkits; the project is five directories below its .cuda-version.
+python3 "$repo/bench/stub_store.py" "$work" $'# pinned\n12.8\n'
 export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
 python3 -m cudaenv rehash --quiet
 real="$work/root/versions/12.8.1/bin/nvcc"
