@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, make_toolkit, managed
+from toolkits import base_env, make_toolkit, rehashed_store
 
 
 def run(args, env, cwd, **kw):
@@ -22,13 +22,10 @@ def run(args, env, cwd, **kw):
 @pytest.fixture
 def box(tmp_path):
     root = tmp_path / "root"
-    for rel in ("12.8.1", "13.0.0", "13.0.2"):
-        managed(root, rel)
     make_toolkit(tmp_path / "sys" / "cuda-12.6", "12.6.0")
+    env = rehashed_store(root, ("12.8.1", "13.0.0", "13.0.2"), search=str(tmp_path / "sys" / "cuda-*"))
     proj = tmp_path / "proj"
     (proj / "a" / "b").mkdir(parents=True)
-    env = base_env(root, search=str(tmp_path / "sys" / "cuda-*"))
-    assert run(["rehash"], env, proj).returncode == 0
     return {"tmp": tmp_path, "root": root, "proj": proj, "env": env}
 
 

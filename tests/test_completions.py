@@ -9,19 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, managed
+from toolkits import rehashed_store
 
 COMPLETIONS = Path(__file__).resolve().parent.parent / "completions"
 
 
 @pytest.fixture
 def env(tmp_path):
-    root = tmp_path / "root"
-    for rel in ("12.8.1", "13.0.2"):
-        managed(root, rel)
-    e = base_env(root)
-    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=e, check=True, capture_output=True)
-    return e
+    return rehashed_store(tmp_path / "root")
 
 
 def need(exe):

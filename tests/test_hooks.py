@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, managed
+from toolkits import rehashed_store
 
 SHELLS = ["bash", "zsh", "fish"]
 CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
@@ -21,14 +21,11 @@ CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
 @pytest.fixture
 def world(tmp_path):
     root = tmp_path / "root"
-    for rel in ("12.8.1", "13.0.2"):
-        managed(root, rel)
-    env = base_env(root)
+    env = rehashed_store(root)
     # The real CLI on PATH: init and `cudaenv shell` call `command cudaenv`.
     env["PATH"] = f"/usr/local/bin:/usr/bin:/bin:{CLI_DIR}"
     env["CUDA_HOME"] = "/opt/users-own-cuda"
     env.pop("CUDA_PATH", None)
-    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env, check=True, capture_output=True)
     (tmp_path / "p128" / "src").mkdir(parents=True)
     (tmp_path / "p128" / ".cuda-version").write_text("12.8\n")
     (tmp_path / "p130").mkdir()

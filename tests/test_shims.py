@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, make_toolkit, managed
+from toolkits import base_env, make_toolkit, managed, rehashed_store
 
 DEEP = "a/b/c/d/e"
 
@@ -24,10 +24,7 @@ def cudaenv(env, *args, cwd=None):
 def store(tmp_path):
     """A store with 12.8.1 and 13.0.2, rehashed, and a project whose version file is five levels up."""
     root = tmp_path / "root"
-    for rel in ("12.8.1", "13.0.2"):
-        managed(root, rel)
-    env = base_env(root)
-    assert cudaenv(env, "rehash").returncode == 0
+    env = rehashed_store(root)
     proj = tmp_path / "proj"
     cwd = proj / DEEP
     cwd.mkdir(parents=True)

@@ -88,3 +88,15 @@ def base_env(cudaenv_root: Path, search: str = "", **extra) -> dict:
     env["CUDAENV_CACHE_DIR"] = str(Path(cudaenv_root).parent / "cache")
     env.update(extra)
     return env
+
+
+def rehashed_store(cudaenv_root: Path, releases=("12.8.1", "13.0.2"), search: str = "") -> dict:
+    """A store holding managed `releases`, rehashed by the real CLI; returns its isolated env."""
+    import subprocess
+    import sys
+
+    for release in releases:
+        managed(cudaenv_root, release)
+    env = base_env(cudaenv_root, search=search)
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env, check=True, capture_output=True)
+    return env
