@@ -122,21 +122,3 @@ def lookup(spec: Spec) -> Entry | None:
     if len(lines) < 3:
         return None
     return Entry(*lines[:3])
-
-
-def read_all() -> dict[str, Entry]:
-    d = store.aliases_dir()
-    out = {}
-    try:
-        names = os.listdir(d)
-    except FileNotFoundError:
-        return out
-    for name in names:
-        try:
-            spec = parse_spec(name)
-        except InvalidVersion:
-            continue
-        e = lookup(spec)
-        if e:
-            out[name] = e
-    return out

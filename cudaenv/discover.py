@@ -193,8 +193,11 @@ def dynamic_system_root(env=None) -> tuple[Path, str] | None:
     return None
 
 
-def discover(env=None) -> list[Toolkit]:
-    """Every toolkit outside cudaenv: dynamic ones first, then static ones, each once."""
+def discover(env=None, static: list[Toolkit] | None = None) -> list[Toolkit]:
+    """Every toolkit outside cudaenv: dynamic ones first, then static ones, each once.
+
+    `static` is discover_static()'s result when the caller already has it.
+    """
     found = []
     seen: set[str] = set()
     dyn = dynamic_system_root(env)
@@ -203,7 +206,7 @@ def discover(env=None) -> list[Toolkit]:
         if tk:
             found.append(tk)
             seen.add(os.path.realpath(tk.root))
-    for tk in discover_static():
+    for tk in discover_static() if static is None else static:
         if os.path.realpath(tk.root) not in seen:
             found.append(tk)
             seen.add(os.path.realpath(tk.root))

@@ -71,10 +71,14 @@ def executables(toolkits) -> set[str]:
     return names
 
 
-def rehash() -> list[str]:
-    """Rebuild aliases and shims; returns the shim names."""
-    managed = store.managed_toolkits()
-    found = discover.discover_static()
+def rehash(managed=None, found=None) -> list[str]:
+    """Rebuild aliases and shims; returns the shim names.
+
+    `managed` and `found` (the static discovery) may be passed by a caller that
+    already has them, so nvcc is not asked for its version twice.
+    """
+    managed = store.managed_toolkits() if managed is None else managed
+    found = discover.discover_static() if found is None else found
     aliases.write(aliases.build(managed, found))
     names = executables(managed + found)
     d = store.shims_dir()

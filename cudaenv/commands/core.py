@@ -58,9 +58,10 @@ def versions(bare, as_json):
     from .. import discover, shims
 
     managed = store.managed_toolkits()
-    found = discover.discover()
+    static = discover.discover_static()
     # Listing is a natural moment to refresh the alias table the shims read.
-    shims.rehash()
+    shims.rehash(managed, static)
+    found = discover.discover(static=static)
     try:
         cur = selection.current()
         cur_root = os.path.realpath(cur.root)
