@@ -39,11 +39,12 @@ def _release_key(text: str):
         return Release(0)
 
 
-def nvcc_banner_version(nvcc: Path) -> tuple[str, str] | None:
-    """(major.minor, component) from `nvcc --version`, e.g. ("13.0", "13.0.88")."""
+def banner_version(tool: Path) -> tuple[str, str] | None:
+    """(major.minor, component) from the `--version` banner nvcc and ptxas share,
+    e.g. ("13.0", "13.0.88"); None when the tool cannot run or prints no banner."""
     try:
         out = subprocess.run(
-            [str(nvcc), "--version"], capture_output=True, text=True, timeout=20
+            [str(tool), "--version"], capture_output=True, text=True, timeout=20
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -97,7 +98,7 @@ def toolkit_release(root: Path) -> tuple[str, str | None] | None:
         mapped = _component_to_release(component)
         if mapped:
             return mapped, component
-    banner = nvcc_banner_version(nvcc)
+    banner = banner_version(nvcc)
     if banner:
         short, comp = banner
         mapped = _component_to_release(comp)

@@ -435,17 +435,10 @@ def cmake_lookup(env) -> Lookup:
     return _lookup("cmake", d if os.path.isdir(d) else None, d)
 
 
-_PTXAS_RE = re.compile(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)")
-
-
 def ptxas_version(ptxas: str) -> str | None:
     """`ptxas --version`'s V12.8.93 component, as Triton itself checks each candidate."""
-    try:
-        out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = _PTXAS_RE.search(out)
-    return m.group(2) if m else None
+    info = discover.banner_version(Path(ptxas))
+    return info[1] if info else None
 
 
 def triton_lookup(env, py: PythonEnv | None) -> Lookup | None:
