@@ -14,7 +14,7 @@ With --check nothing is written: differences are printed and the exit code is 1.
 Examples:
     python scripts/gen_data.py archs --check --release 12.8 --release 13.0
     python scripts/gen_data.py archs --check --local /usr/local/cuda-13.0
-    python scripts/gen_data.py nvcc-releases --redist /work/shared/reference/cuda/redist
+    python scripts/gen_data.py nvcc-releases --redist tests/data/redist
 """
 
 from __future__ import annotations

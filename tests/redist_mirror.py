@@ -32,6 +32,9 @@ TOOLKIT_PACKAGES = (
 NOT_TOOLKIT = ("nvidia_driver", "nsight_compute", "fabricmanager", "cuda_documentation")
 
 
+# Real NVIDIA manifests, checked in as test data (see tests/data/redist/README.md).
+REDIST_MANIFESTS = Path(__file__).parent / "data" / "redist"
+
 def _tarinfo(name: str, kind: str = "file", size: int = 0, mode: int = 0o644, link: str = "") -> tarfile.TarInfo:
     ti = tarfile.TarInfo(name)
     ti.mode = mode

@@ -11,11 +11,9 @@ from cudaenv import components
 from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease
 from cudaenv.sources.redist import RedistSource, parse_listing
 from httpserver import FileServer
-from redist_mirror import RedistMirror
+from redist_mirror import REDIST_MANIFESTS, RedistMirror
 
-REAL = Path("/work/shared/reference/cuda/redist")
-if not REAL.is_dir():  # the checked-in copy of the same files, when present
-    REAL = Path(__file__).parent / "data" / "redist"
+REAL = REDIST_MANIFESTS
 
 
 @pytest.fixture(scope="module")
