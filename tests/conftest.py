@@ -2,5 +2,48 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 # Test helpers (toolkits.py, sandbox.py, selection_cases.py) import as top-level modules.
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Variables of the machine that would reach cudaenv or the shells it drives.
+_MACHINE_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX", "CONDA_PREFIX")
+
+
+@pytest.fixture(autouse=True)
+def hermetic_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own HOME and XDG directories, and no CUDAENV_* or CUDA_*
+    settings from the machine, so nothing a test runs can read or write the
+    developer's real store, caches or shell configuration."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CONFIG_HOME", ".config"),
+                     ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
+        monkeypatch.setenv(var, str(home / sub))
+    for var in list(os.environ):
+        if var.startswith("CUDAENV_") or var in _MACHINE_VARS:
+            monkeypatch.delenv(var)
+    # Tools the tests install from PyPI keep pip's own cache where it was, so a
+    # second run does not download again; pip's cache is not cudaenv's state.
+    if "PIP_CACHE_DIR" not in os.environ:
+        monkeypatch.setenv("PIP_CACHE_DIR", _PIP_CACHE)
+    yield home
+
+
+_PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pip")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say what was skipped and why, in one block CI prints at the end."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    for rep in skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.section("skipped, and why")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{n:4d}  {reason}")
