@@ -1,21 +1,48 @@
-# fish completion for cudaenv (install as ~/.config/fish/completions/cudaenv.fish).
-# Versions come from the alias table, listed with a glob: no Python per <Tab>.
-function __cudaenv_versions
-    set -l root $CUDAENV_ROOT
-    if test -z "$root"
-        set -l data $XDG_DATA_HOME
-        test -n "$data"; or set data $HOME/.local/share
-        set root $data/cudaenv
+# fish completion for cudaenv. `cudaenv init - fish` loads it; or install it as
+# ~/.config/fish/completions/cudaenv.fish. Versions and program names come from
+# globs over the store: no Python per <Tab>.
+function __cudaenv_comp_root
+    if test -n "$CUDAENV_ROOT"
+        echo $CUDAENV_ROOT
+        return
     end
-    for f in $root/aliases/*
+    set -l data $XDG_DATA_HOME
+    test -n "$data"; or set data $HOME/.local/share
+    echo $data/cudaenv
+end
+
+function __cudaenv_comp_versions
+    for f in (__cudaenv_comp_root)/aliases/*
         test -f $f; and string replace -r '.*/' '' -- $f
     end
 end
 
-set -l __cudaenv_cmds version root versions local global shell prefix which exec env install uninstall cache resolve doctor rehash init
+function __cudaenv_comp_programs
+    for f in (__cudaenv_comp_root)/shims/*
+        test -x $f; and string replace -r '.*/' '' -- $f
+    end
+end
+
+function __cudaenv_comp_selected
+    set -l prefix (command cudaenv prefix 2>/dev/null); or return 0
+    for f in $prefix/bin/*
+        test -f $f -a -x $f; and string replace -r '.*/' '' -- $f
+    end
+end
+
+function __cudaenv_comp_options
+    set -l cmd (commandline -opc)[2]
+    command cudaenv completions $cmd 2>/dev/null | string match -- '--*'
+end
+
+set -l __cudaenv_cmds version root versions local global shell prefix which exec env install uninstall cache resolve doctor rehash init version-name version-origin version-file whence latest help commands completions
 complete -c cudaenv -f
 complete -c cudaenv -n "not __fish_seen_subcommand_from $__cudaenv_cmds" -a "$__cudaenv_cmds"
-complete -c cudaenv -n "__fish_seen_subcommand_from local global prefix uninstall install resolve shell" -a "(__cudaenv_versions)"
-complete -c cudaenv -n "__fish_seen_subcommand_from shell" -l unset -d "clear the shell's version"
-complete -c cudaenv -n "__fish_seen_subcommand_from init" -a "bash zsh fish -"
-complete -c cudaenv -n "__fish_seen_subcommand_from which" -a "nvcc ptxas nvlink fatbinary cuobjdump nvdisasm"
+complete -c cudaenv -n "__fish_seen_subcommand_from local global prefix uninstall install resolve shell latest" -a "(__cudaenv_comp_versions)"
+complete -c cudaenv -n "__fish_seen_subcommand_from shell" -a "-" -d "the shell's previous version"
+complete -c cudaenv -n "__fish_seen_subcommand_from $__cudaenv_cmds; and string match -q -- '-*' (commandline -ct)" -a "(__cudaenv_comp_options)"
+complete -c cudaenv -n "__fish_seen_subcommand_from env; and __fish_prev_arg_in --format" -a "sh systemd dotenv json"
+complete -c cudaenv -n "__fish_seen_subcommand_from init" -a "bash zsh fish sh -"
+complete -c cudaenv -n "__fish_seen_subcommand_from which whence" -a "(__cudaenv_comp_programs)"
+complete -c cudaenv -n "__fish_seen_subcommand_from exec" -a "(__cudaenv_comp_selected)"
+complete -c cudaenv -n "__fish_seen_subcommand_from help completions" -a "$__cudaenv_cmds"

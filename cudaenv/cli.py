@@ -30,25 +30,35 @@ COMMANDS = {
     "doctor": "cudaenv.commands.diagnose:doctor",
     "rehash": "cudaenv.commands.shellcmds:rehash",
     "init": "cudaenv.commands.shellcmds:init",
+    "version-name": "cudaenv.commands.names:version_name",
+    "version-origin": "cudaenv.commands.names:version_origin",
+    "version-file": "cudaenv.commands.names:version_file",
+    "whence": "cudaenv.commands.names:whence",
+    "latest": "cudaenv.commands.names:latest",
+    "help": "cudaenv.commands.help:help_",
+    "commands": "cudaenv.commands.help:commands",
+    "completions": "cudaenv.commands.help:completions",
     "sh-shell": "cudaenv.commands.shellcmds:sh_shell",
 }
 HIDDEN = {"sh-shell"}
 
 
+def visible_commands() -> list[str]:
+    return [n for n in COMMANDS if n not in HIDDEN]
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
-        return [n for n in COMMANDS if n not in HIDDEN]
+        return visible_commands()
 
     def get_command(self, ctx, name):
         target = COMMANDS.get(name)
         if target is None:
             return None
         module, attr = target.split(":")
-        try:
-            return getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
-            # A command whose module is not there yet is simply not offered.
-            return None
+        # Every name here is a real command: a module that fails to import is a
+        # bug to report, never a command that silently vanishes from --help.
+        return getattr(importlib.import_module(module), attr)
 
     def format_commands(self, ctx, formatter):
         # Listing help for every command would import every module; show the
@@ -65,6 +75,7 @@ class LazyGroup(click.Group):
 
 @click.group(
     cls=LazyGroup,
+    invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="""\b
 Examples:
@@ -77,6 +88,10 @@ Examples:
 The store lives in $CUDAENV_ROOT (default: the user data dir; `cudaenv root` prints it).""",
 )
 @click.version_option(package_name="cudaenv", prog_name="cudaenv", message="%(prog)s %(version)s")
-def main():
+@click.pass_context
+def main(ctx):
     """cudaenv: install CUDA toolkits side by side and select one per directory."""
+    if ctx.invoked_subcommand is None:
+        # A bare `cudaenv` is a request for help, as in pyenv and rbenv: exit 0.
+        click.echo(ctx.get_help())
 

@@ -183,7 +183,9 @@ def dynamic_system_root(env=None) -> tuple[Path, str] | None:
     if conda and os.access(os.path.join(conda, "bin", "nvcc"), os.X_OK):
         return Path(conda), "conda ($CONDA_PREFIX)"
     for entry in env.get("PATH", "").split(":"):
-        if not entry or _is_cudaenv_path(Path(entry), env):
+        # A relative entry names a different directory in every cwd (a cloned
+        # repository's bin/ among them): never a toolkit root, as in the shims.
+        if not entry.startswith("/") or _is_cudaenv_path(Path(entry), env):
             continue
         nvcc = os.path.join(entry, "nvcc")
         # A toolkit's bin/, not a wrapper script such as /usr/local/bin/nvcc: the

@@ -37,6 +37,9 @@ def toolkit_env(root: Path, env=None) -> dict[str, str]:
     out["CUDACXX"] = os.path.join(binp, "nvcc")
     path = [p for p in env.get("PATH", "").split(":") if p != ""]
     path = _without_first(path, env.get("CUDAENV_PATH_ENTRY", ""))
+    # A toolkit already on PATH (the system one, found there) moves to the front
+    # rather than appearing twice.
+    path = _without_first(path, binp)
     out["PATH"] = ":".join([binp] + path)
     out["CUDAENV_PATH_ENTRY"] = binp
     if env.get("CUDAENV_LD_LIBRARY_PATH") == "1":

@@ -26,15 +26,27 @@ def describe_resolved(r: selection.Resolved) -> str:
     return f"{spec} -> {r.release} at {r.root} ({r.selection.origin})"
 
 
-def version(as_json: bool = False) -> int:
+def version(as_json: bool = False, bare: bool = False) -> int:
     try:
-        r = selection.current()
+        sel = selection.select()
     except SelectionError as e:
+        return fail(str(e), e.exit_code)
+    try:
+        r = selection.resolve(sel)
+    except SelectionError as e:
+        if as_json:
+            # Scripts debugging a selection need it most when it is not installed.
+            import json
+
+            print(json.dumps({**sel.to_json(), "origin": sel.origin, "installed": False,
+                              "error": str(e)}, indent=2))
         return fail(str(e), e.exit_code)
     if as_json:
         import json
 
-        print(json.dumps(r.to_json(), indent=2))
+        print(json.dumps({**r.to_json(), "installed": True}, indent=2))
+    elif bare:
+        print(r.selection.spec.text)
     else:
         print(describe_resolved(r))
     return 0
@@ -66,10 +78,11 @@ def which_path(cmd: str):
     r = selection.current()
     path = os.path.join(str(r.root), "bin", cmd)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        err = selection.NotInstalled(
-            f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})"
-        )
-        raise err
+        from . import inventory
+
+        message = f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})"
+        hint = inventory.exists_in_hint(cmd)
+        raise selection.NotInstalled(message + (f"\n{hint}" if hint else ""))
     return path, r
 
 

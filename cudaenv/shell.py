@@ -71,19 +71,49 @@ def usage(shell: str) -> str:
     )
 
 
-def sh_shell(shell: str, version: str | None, unset: bool, current: str | None) -> str:
-    """Code that sets or clears CUDAENV_VERSION in the calling shell. Raises
-    InvalidVersion for a bad value; the value is validated before it is quoted."""
-    check_shell(shell)
-    if unset:
-        return "set -e CUDAENV_VERSION\n" if shell == "fish" else "unset CUDAENV_VERSION\n"
-    if version is None:
-        spec = parse_spec((current or "").strip(" \t"))
-        return f"echo {spec.text}\n"
-    spec = parse_spec(version.strip(" \t"))
+OLD_VAR = "CUDAENV_VERSION_OLD"  # what `cudaenv shell -` goes back to, as pyenv's PYENV_VERSION_OLD
+
+
+def _set(shell: str, name: str, value: str) -> str:
     if shell == "fish":
-        return f"set -gx CUDAENV_VERSION {_fish_quote(spec.text)}\n"
-    return f"export CUDAENV_VERSION={shlex.quote(spec.text)}\n"
+        return f"set -gx {name} {_fish_quote(value)}\n"
+    return f"export {name}={shlex.quote(value)}\n"
 
 
-__all__ = ["SHELLS", "UnknownShell", "InvalidVersion", "check_shell", "render_init", "usage", "sh_shell"]
+def _unset(shell: str, name: str) -> str:
+    return f"set -e {name}\n" if shell == "fish" else f"unset {name}\n"
+
+
+def sh_shell(shell: str, version: str | None, unset: bool, current: str | None,
+             old: str | None = None) -> str:
+    """Code that sets or clears CUDAENV_VERSION in the calling shell. Raises
+    InvalidVersion for a bad value; every value is validated before it is quoted.
+
+    Each change remembers the value it replaced in CUDAENV_VERSION_OLD (empty:
+    there was none), so `cudaenv shell -` swaps back, as pyenv's does."""
+    check_shell(shell)
+    current = (current or "").strip(" \t")
+    if current:
+        parse_spec(current)  # never copy an invalid value into another variable
+    remember = _set(shell, OLD_VAR, current)
+    if unset:
+        return remember + _unset(shell, "CUDAENV_VERSION")
+    if version is None:
+        return f"echo {parse_spec(current).text}\n"
+    if version == "-":
+        if old is None:
+            raise PreviousUnset(f"{OLD_VAR} is not set: there is no previous shell version to return to")
+        previous = old.strip(" \t")
+        if not previous:
+            return remember + _unset(shell, "CUDAENV_VERSION")
+        version = previous
+    spec = parse_spec(version.strip(" \t"))
+    return remember + _set(shell, "CUDAENV_VERSION", spec.text)
+
+
+class PreviousUnset(ValueError):
+    """`cudaenv shell -` with no earlier `cudaenv shell` in this shell."""
+
+
+__all__ = ["SHELLS", "UnknownShell", "InvalidVersion", "PreviousUnset", "check_shell", "render_init", "usage",
+           "sh_shell"]

@@ -44,19 +44,21 @@ def fish_complete(env, line: str) -> list[str]:
 
 
 def test_bash_subcommands(env):
-    assert bash_complete(env, ["cudaenv", "ver"]) == ["version", "versions"]
+    assert bash_complete(env, ["cudaenv", "ver"]) == ["version", "version-file", "version-name",
+                                                      "version-origin", "versions"]
     assert bash_complete(env, ["cudaenv", "re"]) == ["rehash", "resolve"]
 
 
 def test_bash_installed_versions(env):
     assert bash_complete(env, ["cudaenv", "local", "1"]) == ["12", "12.8", "12.8.1", "13", "13.0", "13.0.2"]
     assert bash_complete(env, ["cudaenv", "shell", "13.0"]) == ["13.0", "13.0.2"]
-    assert bash_complete(env, ["cudaenv", "shell", "--"]) == ["--unset"]
+    assert bash_complete(env, ["cudaenv", "shell", "--"]) == ["--help", "--unset"]
     assert bash_complete(env, ["cudaenv", "init", "z"]) == ["zsh"]
 
 
 def test_fish_subcommands_and_versions(env):
-    assert fish_complete(env, "cudaenv ver") == ["version", "versions"]
+    assert fish_complete(env, "cudaenv ver") == ["version", "version-file", "version-name", "version-origin",
+                                                 "versions"]
     assert fish_complete(env, "cudaenv global 12") == ["12", "12.8", "12.8.1"]
     assert "--unset" in fish_complete(env, "cudaenv shell --")
 

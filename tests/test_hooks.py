@@ -137,7 +137,7 @@ def test_init_usage_and_unknown_shell(world):
     assert p.returncode == 0 and 'eval "$(cudaenv init - bash)"' in p.stdout and "~/.bashrc" in p.stdout
     p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", "tcsh"], env=env, capture_output=True, text=True)
     assert p.returncode == 1 and p.stdout == ""
-    assert p.stderr.strip() == "cudaenv: unknown shell 'tcsh'; allowed are bash, zsh, fish"
+    assert p.stderr.strip() == "cudaenv: unknown shell 'tcsh'; allowed are bash, zsh, fish, sh"
     p = subprocess.run([sys.executable, "-m", "cudaenv", "shell", "12.8"], env=env, capture_output=True, text=True)
     assert p.returncode == 1 and "cudaenv init" in p.stderr
 

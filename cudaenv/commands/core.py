@@ -28,11 +28,14 @@ def _fail(message: str, code: int = 1):
 Examples:
   cudaenv version            # 13.0.2 (set by /work/proj/.cuda-version)
   cudaenv version --json     # for scripts
+  cudaenv version --bare     # 13.0
 """)
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def version(as_json):
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON object: the selection, its origin and whether it is installed.")
+@click.option("--bare", is_flag=True, help="Print only the selected version, as written.")
+def version(as_json, bare):
     """Show the selected toolkit and what selected it."""
-    _exit(queries.version(as_json))
+    _exit(queries.version(as_json, bare))
 
 
 @click.command(epilog="""\b
@@ -50,12 +53,21 @@ Examples:
   cudaenv versions           # * marks the one selected here
   cudaenv versions --bare    # release numbers only
   cudaenv versions --json
+  cudaenv versions --executables   # every program the toolkits provide
 """)
 @click.option("--bare", is_flag=True, help="Only release numbers, one per line.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
-def versions(bare, as_json):
+@click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
+def versions(bare, as_json, executables):
     """List managed and discovered toolkits, marking the current one."""
     from .. import discover, shims
+
+    if executables:
+        from .. import inventory
+
+        for name in sorted({n for tk in inventory.installed() for n in tk.programs()}):
+            click.echo(name)
+        return
 
     managed = store.managed_toolkits()
     static = discover.discover_static()
@@ -88,6 +100,8 @@ def versions(bare, as_json):
         detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
         if tk.nvcc_version:
             detail += f", nvcc {tk.nvcc_version}"
+        if c:
+            detail += f" ({cur.selection.origin})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
     if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
         click.echo(f"* system -> {cur.root} ({cur.origin})")
@@ -100,6 +114,34 @@ def _validate_or_fail(value: str):
         _fail(str(e))
 
 
+def _show_version_file(path: Path, what: str) -> None:
+    """`local` / `global` with no argument: the value that applies, as pyenv prints it."""
+    if what == "local" and not path.exists():
+        # In a project's subdirectory the project's file applies: name it.
+        try:
+            found = selection.find_version_file(path.parent)
+        except SelectionError as e:
+            _fail(str(e), e.exit_code)
+        if found is None:
+            _fail(f"no local version set ({path} does not exist, nor one in a parent directory)", 1)
+        path = found
+        try:
+            spec, _ = selection.read_version_file(path)
+        except SelectionError as e:
+            _fail(str(e), e.exit_code)
+        click.echo(f"{spec.text} (set by {path})")
+        return
+    if what == "global" and not path.exists():
+        # pyenv: no global file means the system toolkit.
+        click.echo("system")
+        return
+    try:
+        spec, _ = selection.read_version_file(path)
+    except SelectionError as e:
+        _fail(str(e), e.exit_code)
+    click.echo(spec.text)
+
+
 def _write_version_file(path: Path, value: str | None, unset: bool, force: bool, what: str):
     if unset:
         try:
@@ -109,19 +151,16 @@ def _write_version_file(path: Path, value: str | None, unset: bool, force: bool,
             click.echo(f"no {what} version set ({path} does not exist)")
         return
     if value is None:
-        try:
-            spec, _ = selection.read_version_file(path)
-        except SelectionError as e:
-            if not path.exists():
-                _fail(f"no {what} version set ({path} does not exist)", 1)
-            _fail(str(e), e.exit_code)
-        click.echo(spec.text)
+        _show_version_file(path, what)
         return
     spec = _validate_or_fail(value)
     try:
         resolved = selection.resolve(selection.Selection(spec, str(path)))
     except SelectionError:
         if not force:
+            if spec.is_system:
+                _fail("no system CUDA toolkit found outside cudaenv; install one with 'cudaenv install "
+                      f"<version>' and select that, or pass --force to write {path} anyway", 127)
             _fail(
                 f"version '{spec.text}' is not installed; install it with 'cudaenv install {spec.text}', "
                 f"or pass --force to write {path} anyway",
@@ -145,7 +184,7 @@ Examples:
 """)
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Remove the .cuda-version in this directory.")
-@click.option("--force", is_flag=True, help="Write the version even if it is not installed.")
+@click.option("-f", "--force", is_flag=True, help="Write the version even if it is not installed.")
 @click.option("--auto", is_flag=True, help="Use the release `cudaenv resolve` recommends here.")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="With --auto: the Python whose torch and JIT libraries count.")
@@ -183,7 +222,7 @@ Examples:
 """)
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Remove the global version file.")
-@click.option("--force", is_flag=True, help="Write the version even if it is not installed.")
+@click.option("-f", "--force", is_flag=True, help="Write the version even if it is not installed.")
 def global_(version, unset, force):
     """Select the default toolkit ($CUDAENV_ROOT/version)."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
@@ -230,7 +269,10 @@ def exec_(argv):
     try:
         os.execvpe(cmd, list(argv), env)
     except FileNotFoundError:
-        _fail(f"command not found: {cmd}", 127)
+        from .. import inventory
+
+        hint = inventory.exists_in_hint(cmd) if "/" not in cmd else None
+        _fail(f"command not found: {cmd}" + (f"\n{hint}" if hint else ""), 127)
     except PermissionError:
         _fail(f"permission denied: {cmd}", 126)
 

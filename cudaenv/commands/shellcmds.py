@@ -37,9 +37,57 @@ def rehash(as_json, quiet):
         click.echo(f"{len(names)} shims in {store.shims_dir()}" + (": " + " ".join(names) if names else ""))
 
 
+# Shells `init` accepts: the hook shells, plus POSIX sh for shims alone.
+INIT_SHELLS = shellmod.SHELLS + ("sh",)
+INIT_CHOICES = ", ".join(INIT_SHELLS)
+_SH_NAMES = {"sh": "sh", "dash": "sh", "ash": "sh", "ksh": "sh", "mksh": "sh", "busybox": "sh"}
+
+
+def _shell_name(name: str) -> str | None:
+    name = os.path.basename(name.strip()).lstrip("-")  # a login shell's argv[0] is "-bash"
+    if name in shellmod.SHELLS:
+        return name
+    return _SH_NAMES.get(name)
+
+
+def _parent_shell() -> str | None:
+    """The shell that runs `eval "$(cudaenv init -)"`: our parent process."""
+    try:
+        with open(f"/proc/{os.getppid()}/comm") as f:
+            return _shell_name(f.read())
+    except OSError:
+        return None
+
+
 def _detect_shell() -> str | None:
-    name = os.path.basename(os.environ.get("SHELL", ""))
-    return name if name in shellmod.SHELLS else None
+    # The parent process is the shell that will run the code; $SHELL is only the
+    # login shell, which is wrong inside `bash` started from zsh (pyenv asks ps too).
+    return _parent_shell() or _shell_name(os.environ.get("SHELL", ""))
+
+
+def _path_only(name: str) -> str:
+    """Put the shims on PATH and nothing else: for ~/.profile and login shells."""
+    from .. import store
+
+    shims = str(store.shims_dir())
+    if name == "fish":
+        q = shellmod._fish_quote(shims)
+        return f"contains -- {q} $PATH; or set -gx PATH {q} $PATH\n"
+    import shlex
+
+    q = shlex.quote(shims)
+    return f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
+
+
+def _rehash_if_stale() -> None:
+    """A toolkit added or removed by hand is seen from the next shell on."""
+    from .. import aliases, shims
+
+    try:
+        if aliases.is_stale():
+            shims.rehash()
+    except OSError:
+        pass  # a store this user cannot write: selection still reads the table as it is
 
 
 @click.command(epilog=f"""\b
@@ -47,32 +95,57 @@ Examples:
   eval "$(cudaenv init - bash)"     # in ~/.bashrc
   eval "$(cudaenv init - zsh)"      # in ~/.zshrc
   cudaenv init - fish | source      # in ~/.config/fish/config.fish
-  cudaenv init                      # how to set it up for $SHELL
+  eval "$(cudaenv init --path)"     # in ~/.profile: only the shims on PATH
+  eval "$(cudaenv init - sh)"       # POSIX sh, dash, ksh: shims, no per-prompt hook
+  cudaenv init                      # how to set it up for your shell
 \b
-Shells: {SHELL_CHOICES}.""")
+Shells: {INIT_CHOICES}. Without SHELL, the shell running `init` is asked
+(its process name), then $SHELL.""")
+@click.option("--path", "path_only", is_flag=True, help="Print only the code that puts the shims on PATH.")
+@click.option("--no-rehash", is_flag=True, help="Do not rebuild a stale alias table first.")
 @click.argument("args", nargs=-1, metavar="[-] [SHELL]")
-def init(args):
+def init(path_only, no_rehash, args):
     """Print shell code that enables shims and per-directory CUDA variables."""
+    from .. import completion
+
     args = list(args)
     emit = bool(args) and args[0] == "-"
     if emit:
         args = args[1:]
     if len(args) > 1:
-        _fail(f"init takes at most one shell; allowed are {SHELL_CHOICES}")
+        _fail(f"init takes at most one shell; allowed are {INIT_CHOICES}")
+    if args and args[0] not in INIT_SHELLS:
+        _fail(f"unknown shell {args[0]!r}; allowed are {INIT_CHOICES}")
     name = args[0] if args else _detect_shell()
     if name is None:
-        _fail(f"cannot tell your shell from $SHELL; name one: cudaenv init - SHELL (allowed are {SHELL_CHOICES})")
-    try:
-        text = shellmod.render_init(name) if emit else shellmod.usage(name)
-    except shellmod.UnknownShell as e:
-        _fail(str(e))
-    click.echo(text, nl=False)
+        _fail(f"cannot tell your shell from its process or $SHELL; name one: cudaenv init - SHELL "
+              f"(allowed are {INIT_CHOICES})")
+    if (emit or path_only) and not no_rehash:
+        _rehash_if_stale()
+    if path_only:
+        click.echo(_path_only(name), nl=False)
+        return
+    if not emit:
+        line = "cudaenv init - fish | source" if name == "fish" else f'eval "$(cudaenv init - {name})"'
+        if name == "sh":
+            click.echo("# Put cudaenv's shims on PATH by appending the following to ~/.profile:\n\n"
+                       f"{line}\n\n# POSIX sh has no prompt hook: the shims select per directory,\n"
+                       "# and `cudaenv exec` sets CUDA_HOME for one command.\n", nl=False)
+        else:
+            click.echo(shellmod.usage(name), nl=False)
+        return
+    if name == "sh":
+        click.echo("# cudaenv init for sh: shims only (no per-prompt hook in POSIX sh)\n" + _path_only(name),
+                   nl=False)
+        return
+    click.echo(shellmod.render_init(name) + completion.init_line(name), nl=False)
 
 
 @click.command(epilog="""\b
 Examples:
   cudaenv shell 12.8         # this shell only (sets CUDAENV_VERSION)
   cudaenv shell --unset      # back to .cuda-version / global
+  cudaenv shell -            # back to the shell's previous version
   cudaenv shell              # show the shell's version
 \b
 Needs the shell integration: eval "$(cudaenv init - bash)".""")
@@ -109,10 +182,13 @@ def sh_shell(shell_name, unset, version):
     current = os.environ.get("CUDAENV_VERSION", "")
     if version is None and not unset and not current.strip(" \t"):
         _fail("no shell-specific version set (CUDAENV_VERSION is empty)")
+    old = os.environ.get(shellmod.OLD_VAR)
     try:
-        code = shellmod.sh_shell(shell_name, version, unset, current)
-    except InvalidVersion as e:
+        code = shellmod.sh_shell(shell_name, version, unset, current, old)
+    except (InvalidVersion, shellmod.PreviousUnset) as e:
         _fail(str(e))
+    if version == "-":
+        version = (old or "").strip(" \t") or None
     if version is not None:
         # Refuse a version that is not there now, rather than break every shim later.
         try:

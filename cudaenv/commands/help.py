@@ -1,0 +1,70 @@
+"""help, commands and completions: finding your way around, as in pyenv."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def _root_context() -> click.Context:
+    from ..cli import main
+
+    return click.Context(main, info_name="cudaenv")
+
+
+@click.command("help", epilog="""\b
+Examples:
+  cudaenv help                # the list of commands
+  cudaenv help install        # the same as `cudaenv install --help`
+\b
+Exit codes: 0 ok, 1 no such command.""")
+@click.argument("command", required=False)
+def help_(command):
+    """Show help for cudaenv or one of its commands."""
+    ctx = _root_context()
+    if command is None:
+        click.echo(ctx.get_help())
+        return
+    from ..cli import visible_commands
+
+    if command not in visible_commands():
+        click.echo(f"cudaenv: no such command '{command}'; `cudaenv commands` lists them", err=True)
+        sys.exit(1)
+    cmd = ctx.command.get_command(ctx, command)
+    with click.Context(cmd, info_name=command, parent=ctx) as sub:
+        click.echo(sub.get_help())
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv commands            # one command name per line
+""")
+def commands():
+    """List every cudaenv command, one per line."""
+    from ..cli import visible_commands
+
+    for name in visible_commands():
+        click.echo(name)
+
+
+@click.command(context_settings={"ignore_unknown_options": True}, epilog="""\b
+Examples:
+  cudaenv completions local            # --help, --unset, ..., 12, 12.8, 12.8.1, system
+  cudaenv completions env --format     # sh systemd dotenv json
+  cudaenv completions exec             # the selected toolkit's programs
+\b
+The shell scripts that `cudaenv init -` loads complete the same words without
+starting Python; this command is the same answer for other tools.""")
+@click.argument("command")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def completions(command, args):
+    """List the words that may follow `cudaenv COMMAND`."""
+    from .. import completion
+    from ..cli import visible_commands
+
+    if command not in visible_commands():
+        click.echo(f"cudaenv: no such command '{command}'; `cudaenv commands` lists them", err=True)
+        sys.exit(1)
+    for word in completion.candidates(command, list(args)):
+        click.echo(word)

@@ -1,0 +1,101 @@
+"""Which toolkits are installed, read from the alias table: the one list that
+`whence`, `latest`, `versions --executables` and the "exists in these toolkits"
+hint of `which`/`exec` share.
+
+The alias table already names every toolkit cudaenv can select (managed and
+discovered), so listing it needs no discovery and no nvcc run.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import store
+from .versions import InvalidVersion, Release, Spec, parse_spec
+
+
+class Installed:
+    __slots__ = ("release", "root", "origin")
+
+    def __init__(self, release: str, root: str, origin: str):
+        self.release, self.root, self.origin = release, root, origin
+
+    def has_program(self, name: str) -> bool:
+        path = os.path.join(self.root, "bin", name)
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+
+    def programs(self) -> list[str]:
+        try:
+            entries = list(os.scandir(os.path.join(self.root, "bin")))
+        except OSError:
+            return []
+        names = []
+        for e in entries:
+            try:
+                if not e.name.startswith(".") and e.is_file() and os.access(e.path, os.X_OK):
+                    names.append(e.name)
+            except OSError:
+                continue
+        return sorted(names)
+
+
+def _release_key(release: str):
+    try:
+        return Release.parse(release)
+    except InvalidVersion:
+        return Release(0)
+
+
+def installed() -> list[Installed]:
+    """Every selectable toolkit once, oldest release first (as pyenv lists versions)."""
+    from . import aliases
+
+    if aliases.is_stale():
+        # A toolkit copied in or removed by hand: the same refresh a lookup does.
+        aliases.lookup(parse_spec("system"))
+    d = store.aliases_dir()
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return []
+    seen: dict[str, Installed] = {}
+    for name in names:
+        try:
+            parse_spec(name)
+        except InvalidVersion:
+            continue
+        try:
+            with open(os.path.join(d, name)) as f:
+                lines = f.read(4096).splitlines()
+        except OSError:
+            continue
+        if len(lines) < 3 or not os.path.isdir(os.path.join(lines[0], "bin")):
+            continue
+        seen.setdefault(lines[0], Installed(lines[1], lines[0], lines[2]))
+    return sorted(seen.values(), key=lambda t: (_release_key(t.release), t.root))
+
+
+def with_program(name: str) -> list[Installed]:
+    """The installed toolkits whose bin/ holds the program `name`."""
+    return [t for t in installed() if t.has_program(name)]
+
+
+def exists_in_hint(name: str) -> str | None:
+    """pyenv's hint: the other toolkits that do have a program, or None."""
+    found = with_program(name)
+    if not found:
+        return None
+    return f"The '{name}' command exists in these toolkits: " + ", ".join(t.release for t in found)
+
+
+def latest(spec: Spec, releases) -> str | None:
+    """The newest release string that `spec` matches, as pyenv's `latest` picks."""
+    best = None
+    for text in releases:
+        try:
+            rel = Release.parse(text)
+        except InvalidVersion:
+            continue
+        if spec.matches(rel) and (best is None or rel > best[0]):
+            best = (rel, text)
+    return best[1] if best else None
