@@ -148,7 +148,8 @@ def _shipped() -> Pins:
 
 
 @lru_cache(maxsize=8)
-def _from_file(path: str) -> Pins:
+def _from_file(path: str, stamp: tuple) -> Pins:
+    """`stamp` (mtime, size) makes a rewritten file load again in a long-lived process."""
     from .download import parse_json
 
     try:
@@ -169,7 +170,12 @@ def load() -> Pins:
     pins.update(_shipped())
     extra = os.environ.get("CUDAENV_PINS", "").strip()
     if extra:
-        pins.update(_from_file(extra))
+        try:
+            st = os.stat(extra)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = ()
+        pins.update(_from_file(extra, stamp))
     return pins
 
 
