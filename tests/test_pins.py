@@ -281,3 +281,45 @@ def test_trust_root_is_nvidias_https_host_only():
                 "https://user@developer.download.nvidia.com/compute/cuda/redist/",
                 "file:///srv/mirror/", "https://mirror.example/cuda/redist/"):
         assert not pins.is_nvidia(url), url
+
+
+def test_deeply_nested_pypi_project_page_is_one_line_naming_the_url():
+    """A PEP 691 page 100,000 levels deep, from a real loopback index."""
+    import http.server
+    import threading
+
+    from cudaenv.sources import SourceError
+    from cudaenv.sources.pypi import JSON_ACCEPT, PypiSource
+
+    body = ('{"meta": {"api-version": "1.0"}, "files": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", JSON_ACCEPT)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        index = f"http://127.0.0.1:{server.server_address[1]}/simple/"
+        with pytest.raises(SourceError) as e:
+            PypiSource(index).project_files("nvidia-cuda-nvcc")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert str(e.value) == f"{index}nvidia-cuda-nvcc/: JSON nested deeper than {MAX_JSON_DEPTH} levels; refusing it"
+
+
+def test_a_directory_in_the_cache_does_not_stop_an_install(tmp_path, newer):
+    sha = newer.manifests[NEWER]["cuda_nvcc"]["linux-x86_64"]["sha256"]
+    (tmp_path / "cache" / "sha256" / sha / "debris").mkdir(parents=True)
+    with FileServer(newer.root) as srv:
+        p = run(cli_env(tmp_path, srv.url), "install", NEWER, "--source", "redist")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "root" / "versions" / NEWER / "bin" / "nvcc").is_file()
