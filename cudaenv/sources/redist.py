@@ -153,8 +153,10 @@ class RedistSource:
         self.platform = platform or machine_platform()
         self._releases: list[str] | None = None
         self._pin_set: pins.Pins | None = None
-        # release -> what the user's trust in the mirror let through (empty: the pins vouched)
+        # release -> what the user's trust in the mirror let through (empty: the pins vouched),
+        # and how many archives differed from their pins
         self._trusted: dict[str, list[str]] = {}
+        self._differing: dict[str, int] = {}
 
     def releases(self) -> list[str]:
         if self._releases is None:
@@ -182,33 +184,37 @@ class RedistSource:
             self._pin_set = pins.load()
         return self._pin_set
 
-    def _distrust(self, release: str, why: str, brief: str) -> None:
-        """Refuse, or with the user's opt-in remember why the mirror is the trust root."""
+    def _distrust(self, why: str) -> None:
+        """Refuse, unless the user made the mirror the trust root."""
         if not pins.trust_mirror():
             raise IntegrityError(f"{why}; refusing it ({TRUST_HINT})")
-        self._trusted.setdefault(release, []).append(brief)
 
     def _check_manifest(self, release: str, name: str, data: dict) -> None:
-        self._trusted[release] = []
-        pinned = self._pins().manifests.get(release)
+        self._trusted[release], self._differing[release] = [], 0
+        known = self._pins().manifests
+        pinned = known.get(release)
         if pinned is not None:
             got = pins.canonical_sha256(data)
             if got != pinned:
-                self._distrust(release, f"{name} from mirror {self.url} is not the manifest NVIDIA published "
-                               f"for CUDA {release}: expected sha256 {pinned}, received {got}",
-                               "its manifest differs from the pinned one")
+                self._distrust(f"{name} from mirror {self.url} is not the manifest NVIDIA published "
+                               f"for CUDA {release}: expected sha256 {pinned}, received {got}")
+                self._trusted[release].append("its manifest differs from the pinned one")
         elif not pins.is_nvidia(self.url):
-            self._distrust(release, f"{name} from mirror {self.url}: CUDA {release} is newer than the releases "
-                           f"cudaenv pins, and such a manifest is trusted only from https://{pins.NVIDIA_HOST}/ "
-                           f"(CUDAENV_PINS=FILE adds pins)", "the release is not pinned")
+            newest = max(map(Release.parse, known), default=None)
+            which = "newer than" if newest is None or Release.parse(release) > newest else "not among"
+            self._distrust(f"{name} from mirror {self.url}: CUDA {release} is {which} the releases cudaenv pins, "
+                           f"and such a manifest is trusted only from https://{pins.NVIDIA_HOST}/ "
+                           f"(CUDAENV_PINS=FILE adds pins)")
+            self._trusted[release].append("the release is not pinned")
 
     def _check_archive(self, release: str, art: Artifact, rel_path: str) -> None:
         pinned = self._pins().archives.get(rel_path)
         if pinned is None or pinned == (art.sha256, art.size):
             return
-        self._distrust(release, f"{art.filename} ({art.url}) from mirror {self.url}: its manifest says sha256 "
+        self._distrust(f"{art.filename} ({art.url}) from mirror {self.url}: its manifest says sha256 "
                        f"{art.sha256} ({art.size} bytes), but NVIDIA published sha256 {pinned[0]} "
-                       f"({pinned[1]} bytes)", "archive differs from its pin")
+                       f"({pinned[1]} bytes)")
+        self._differing[release] += 1
 
     def packages(self, manifest: dict, release: Release) -> dict[str, dict]:
         """Toolkit packages that have an archive for this platform."""
@@ -260,12 +266,11 @@ class RedistSource:
             art = _artifact(k, available[k], entry, self.url, manifest_name)
             self._check_archive(str(rel), art, entry["relative_path"])
             artifacts.append(art)
-        trusted = self._trusted.get(str(rel))
-        if trusted:
-            reasons = [r for r in trusted if r != "archive differs from its pin"]
-            differing = len(trusted) - len(reasons)
-            if differing:
-                reasons.append(f"{differing} archive{'s differ' if differing > 1 else ' differs'} from the pins")
+        reasons = list(self._trusted.get(str(rel), []))
+        differing = self._differing.get(str(rel), 0)
+        if differing:
+            reasons.append(f"{differing} archive{'s differ' if differing > 1 else ' differs'} from the pins")
+        if reasons:
             print(f"cudaenv: warning: trusting mirror {self.url} for CUDA {rel} (CUDAENV_TRUST_MIRROR): "
                   f"{'; '.join(reasons)}", file=sys.stderr)
         return Plan(source=self.name, release=str(rel), platform=self.platform, profile=profile,
