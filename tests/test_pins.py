@@ -323,3 +323,17 @@ def test_a_directory_in_the_cache_does_not_stop_an_install(tmp_path, newer):
         p = run(cli_env(tmp_path, srv.url), "install", NEWER, "--source", "redist")
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "root" / "versions" / NEWER / "bin" / "nvcc").is_file()
+
+
+def test_an_unsafe_archive_is_named_by_file_name_and_url_not_its_sha256(tmp_path):
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release(NEWER, packages=("cuda_nvcc", "cuda_cudart", "cuda_cccl"))
+    top = m.archive(NEWER, "cuda_cudart").name.removesuffix(".tar.xz")
+    m.add_package(NEWER, "cuda_cudart", raw_names=True,
+                  entries=[(f"{top}/include/cuda_runtime.h", "file", "x", 0o644), ("../../evil", "file", "x", 0o644)])
+    entry = m.manifests[NEWER]["cuda_cudart"]["linux-x86_64"]
+    with FileServer(m.root) as srv:
+        p = run(cli_env(tmp_path, srv.url), "install", NEWER, "--source", "redist")
+    assert p.returncode == 2, p.stderr
+    assert f"{top}.tar.xz ({srv.url}{entry['relative_path']}): member '../../evil'" in p.stderr
+    assert entry["sha256"] not in p.stderr
