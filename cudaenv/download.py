@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
+import shutil
+import stat
 import threading
 import time
 import urllib.parse
@@ -38,6 +41,12 @@ CHUNK = 1 << 20
 # and what was written before it is where the Range request resumes.
 NET_CHUNK = 64 << 10
 _SHA_RE = re.compile(r"[0-9a-f]{64}\Z")
+# Real manifests and index pages nest 4 or 5 levels; json's parser recurses once
+# per level, so a hostile document is refused before it reaches the parser.
+MAX_JSON_DEPTH = 64
+# A string always matches once opened (an unterminated one runs to the end), so
+# the scan stays linear whatever the quotes and backslashes.
+_JSON_TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[\[\]{}]')
 USER_AGENT = "cudaenv (+https://github.com/cudaenv/cudaenv)"
 
 
@@ -165,6 +174,29 @@ def fetch_bytes(url: str, limit: int = 64 << 20) -> bytes:
     return _with_retries(url, attempt, connect_attempts=2)
 
 
+def json_depth(data: bytes) -> int:
+    """How deeply `data`'s arrays and objects nest, counted without recursion (strings skipped)."""
+    depth = deepest = 0
+    for m in _JSON_TOKEN_RE.finditer(data):
+        c = m.group()
+        if c in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def parse_json(data: bytes, url: str):
+    """A JSON document (manifest, index page, pins file); bad or too deeply nested is one line naming `url`."""
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise DownloadError(f"{url}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refusing it")
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise DownloadError(f"{url}: not valid JSON") from None
+
+
 # -- the cache ---------------------------------------------------------------
 
 def cache_root() -> Path:
@@ -186,14 +218,29 @@ def file_sha256(path: Path) -> str:
 
 
 def _verify(path: Path, art: Artifact) -> str | None:
-    """None if `path` has the artifact's size and sha256, else why not."""
+    """None if `path` has the artifact's size and sha256, else why not (both hashes named)."""
     size = path.stat().st_size
-    if art.size is not None and size != art.size:
-        return f"size mismatch: expected {art.size} bytes, got {size}"
     digest = file_sha256(path)
+    if art.size is not None and size != art.size:
+        return (f"size mismatch: expected {art.size} bytes, got {size} "
+                f"(sha256 expected {art.sha256}, received {digest})")
     if digest != art.sha256:
-        return f"sha256 mismatch: expected {art.sha256}, got {digest}"
+        return f"sha256 mismatch: expected {art.sha256}, received {digest}"
     return None
+
+
+def _clear_non_file(path: Path) -> None:
+    """Remove whatever sits at a cache path that is not a regular file (a directory, a link, a FIFO)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
 
 
 @dataclass
@@ -232,8 +279,22 @@ class Downloader:
         return False
 
     def fetch(self, art: Artifact) -> Fetched:
-        final = cached_path(art.sha256)
+        try:
+            final = cached_path(art.sha256)
+        except DownloadError as e:
+            raise DownloadError(f"{art.filename} ({art.url}): {e}") from None
+        try:
+            return self._fetch(art, final)
+        except OSError as e:
+            # The cache itself is unusable (a file where its directory should be, no permission, ...).
+            where = e.filename or final.parent
+            raise DownloadError(f"{art.filename} ({art.url}): cache {where}: {e.strerror}") from None
+
+    def _fetch(self, art: Artifact, final: Path) -> Fetched:
         final.parent.mkdir(parents=True, exist_ok=True)
+        # Only cudaenv writes here, and only regular files: anything else is debris.
+        for name in (art.sha256, art.sha256 + ".part", art.sha256 + ".lock"):
+            _clear_non_file(final.with_name(name))
         if self._cache_hit(art, final):
             self.progress.advance(art.size or 0)
             self.progress.item_done(f"  {art.filename}: cached")
@@ -249,7 +310,7 @@ class Downloader:
             why = _verify(part, art)
             if why:
                 part.unlink(missing_ok=True)
-                raise DownloadError(f"{art.url}: {why}; the file was discarded")
+                raise DownloadError(f"{art.filename} from {art.url}: {why}; the file was discarded")
             os.replace(part, final)
         self.progress.item_done(f"  {art.filename}: downloaded and verified")
         return Fetched(art, final, got)

@@ -271,7 +271,14 @@ def _extract_all(items, staging: Path, progress: Progress) -> None:
     cancel = threading.Event()
 
     def one(item):
-        extract.extract_artifact(item.path, item.artifact.kind, staging, item.artifact.subdir, cancel)
+        try:
+            extract.extract_artifact(item.path, item.artifact.kind, staging, item.artifact.subdir, cancel)
+        except extract.UnsafeArchive as e:
+            # The cached file is named by its sha256; name the archive the way the user knows it.
+            known_as = f"{item.artifact.filename} ({item.artifact.url})"
+            text = str(e)
+            raise extract.UnsafeArchive(text.replace(item.path.name, known_as, 1) if item.path.name in text
+                                        else f"{known_as}: {text}") from None
         progress.item_done(f"  {item.artifact.filename}: extracted")
 
     # Largest first so the longest archive is never started last.

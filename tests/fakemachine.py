@@ -127,7 +127,7 @@ class Machine:
         return root
 
     def env(self, *, path_first=(), **extra) -> dict:
-        env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"))
+        env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"), **extra)
         env["PATH"] = ":".join([*map(str, path_first), str(self.bin), env["PATH"]])
         env["HOME"] = str(self.home)
         env["PWD"] = str(self.proj)

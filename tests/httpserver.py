@@ -6,6 +6,7 @@
         ...
         srv.hits("a/b.tar.xz")       # GET requests seen for that path
         srv.requests                 # [(method, path, range header or None, status)]
+        FileServer.serving[srv.url]  # root_dir, while the server runs
 
 Files are served from a directory; a path ending in "/" gets an HTML index of
 that directory (like NVIDIA's redist listing). Faults, each for the next
@@ -135,6 +136,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class FileServer:
+    # url -> served directory, for helpers that need to know what a URL serves
+    # (tests/redist_mirror.py finds a mirror's pins file this way).
+    serving: dict[str, Path] = {}
+
     def __init__(self, root: Path, ranges: bool = True):
         self.root = Path(root)
         self.ranges = ranges  # False: ignore Range headers like some servers do
@@ -176,9 +181,11 @@ class FileServer:
 
     def start(self) -> "FileServer":
         self._thread.start()
+        FileServer.serving[self.url] = self.root
         return self
 
     def stop(self) -> None:
+        FileServer.serving.pop(self.url, None)
         self._httpd.shutdown()
         self._httpd.server_close()
 

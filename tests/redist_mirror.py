@@ -3,6 +3,13 @@
     m = RedistMirror(tmp / "mirror")
     m.add_release("13.0.2")           # manifest + tar.xz archives for every package
     m.root                            # serve it over HTTP (tests/httpserver.py) or as file://
+    m.pins_file                       # CUDAENV_PINS for what it serves (see pins_for_url)
+
+The stub archives carry real release numbers, so cudaenv's shipped pins would
+refuse them. Every mirror therefore keeps a pins file (the shipped format,
+outside the served tree) for exactly what it serves, rewritten with each
+manifest; toolkits.base_env passes it as CUDAENV_PINS whenever
+CUDAENV_REDIST_URL points at a mirror built here.
 
 Each archive is `<pkg>/<platform>/<pkg>-<platform>-<version>-archive.tar.xz` with the
 single top directory NVIDIA uses. cuda_nvcc's bin/nvcc prints a real `nvcc --version`
@@ -19,10 +26,14 @@ import hashlib
 import io
 import json
 import os
+import re
 import tarfile
+import urllib.parse
 from pathlib import Path
 
 from toolkits import BANNER, component_for
+
+from cudaenv import pins
 
 TOOLKIT_PACKAGES = (
     "cuda_nvcc", "cuda_cudart", "cuda_cccl", "cuda_crt", "libnvvm", "cuda_nvrtc", "libcublas",
@@ -34,6 +45,36 @@ NOT_TOOLKIT = ("nvidia_driver", "nsight_compute", "fabricmanager", "cuda_documen
 
 # Real NVIDIA manifests, checked in as test data (see tests/data/redist/README.md).
 REDIST_MANIFESTS = Path(__file__).parent / "data" / "redist"
+PINS_SUFFIX = ".pins.json"
+
+
+def _pinnable(entry: dict) -> bool:
+    """Entries a test made hostile on purpose stay unpinned (the manifest's pin still covers them)."""
+    path, sha, size = (str(entry.get(k)) for k in ("relative_path", "sha256", "size"))
+    return (re.fullmatch(r"[0-9a-f]{64}", sha) is not None and size.isdigit()
+            and re.fullmatch(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+){2}", path) is not None
+            and ".." not in path.split("/"))
+
+
+def pins_path(root: Path) -> Path:
+    """Where the mirror served from `root` keeps its pins: beside the tree, never served by it."""
+    root = Path(root)
+    return root.with_name(root.name + PINS_SUFFIX)
+
+
+def pins_for_url(url: str) -> Path | None:
+    """The pins file of the test mirror at `url` (file:// or a running tests/httpserver.py), if any."""
+    if url.startswith("file://"):
+        root = Path(urllib.parse.unquote(urllib.parse.urlsplit(url).path))
+    else:
+        from httpserver import FileServer
+
+        root = FileServer.serving.get(url if url.endswith("/") else url + "/")
+    if root is None:
+        return None
+    path = pins_path(Path(str(root).rstrip("/")))
+    return path if path.is_file() else None
+
 
 def _tarinfo(name: str, kind: str = "file", size: int = 0, mode: int = 0o644, link: str = "") -> tarfile.TarInfo:
     ti = tarfile.TarInfo(name)
@@ -160,8 +201,24 @@ class RedistMirror:
                                    "cuda_variant": [f"{major}.{minor}"]}
         self.write_manifest(release)
 
+    @property
+    def pins_file(self) -> Path:
+        return pins_path(self.root)
+
     def write_manifest(self, release: str) -> None:
         (self.root / f"redistrib_{release}.json").write_text(json.dumps(self.manifests[release], indent=4))
+        self.write_pins()
+
+    def write_pins(self) -> None:
+        """Pin exactly what this mirror serves now (manifests and every archive entry)."""
+        manifests, archives = {}, {}
+        for release, manifest in self.manifests.items():
+            manifests[release] = pins.canonical_sha256(manifest)
+            for package in manifest.values():
+                for entry in package.values() if isinstance(package, dict) else ():
+                    if isinstance(entry, dict) and _pinnable(entry):
+                        archives[entry["relative_path"]] = (entry["sha256"], int(entry["size"]))
+        self.pins_file.write_text(json.dumps(pins.to_json(manifests, archives)))
 
     def set_entry(self, release: str, pkg: str, platform: str = "linux-x86_64", **fields) -> None:
         """Overwrite fields (sha256, size, ...) of one archive entry, as a broken mirror would."""

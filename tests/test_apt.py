@@ -8,16 +8,21 @@ written, and nothing is installed into /usr/local.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
+import pwd
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
 
 import apt_repo
+import cudaenv
 from httpserver import FileServer
 from toolkits import base_env
 
@@ -422,6 +427,145 @@ def test_install_system_needs_root(env, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SourceError, match="needs root: run it with sudo"):
         apt.install_system("13.0.2", "minimal", set())
+
+
+# apt-get as system mode would run it is never let through in these tests: the
+# wrapper runs the real apt-get only for cudaenv's private state (APT_CONFIG set),
+# and records any other call instead of running it.
+APT_GET_GUARD = """#!/bin/sh
+if [ -n "$APT_CONFIG" ]; then exec {real} "$@"; fi
+echo "system apt-get $*" >> {log}
+exit 97
+"""
+
+
+def _guarded_path(tmp_path: Path) -> tuple[str, Path]:
+    bindir, log = tmp_path / "guard-bin", tmp_path / "guard" / "apt-get.log"
+    bindir.mkdir()
+    log.parent.mkdir()
+    log.parent.chmod(0o777)
+    guard = bindir / "apt-get"
+    guard.write_text(APT_GET_GUARD.format(real=shutil.which("apt-get"), log=log))
+    guard.chmod(0o755)
+    return f"{bindir}:{os.environ['PATH']}", log
+
+
+def test_install_system_plan_is_shown_and_a_no_runs_nothing(env, server, tmp_path, monkeypatch):
+    root = _scratch_root(tmp_path / "sysroot")
+    monkeypatch.setenv("CUDAENV_APT_REPO", server.url + "repo/")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    path, log = _guarded_path(tmp_path)
+    monkeypatch.setenv("PATH", path)
+    shown = []
+    server.clear()
+    with pytest.raises(apt.NotConfirmed, match="not confirmed"):
+        apt.install_system("13.0.2", "minimal", set(), root=root, confirm=lambda text: shown.append(text) and False)
+    text = shown[0]
+    assert f"CUDA 13.0.2 (minimal) into {root}/usr/local/cuda-13.0 with apt-get, from {server.url}repo/" in text
+    for name, version in MINIMAL_13_0_2.items():
+        assert any(line.split()[:2] == [name, f"{version}-1"] and line.endswith(("KiB", "MiB", " B"))
+                   for line in text.splitlines()), name
+    assert f"{len(MINIMAL_13_0_2)} packages, " in text
+    assert not log.exists()
+    assert not (root / "usr").exists() and not (root / "etc").exists()
+    assert not any(r[1].endswith(".deb") for r in server.requests)
+
+
+def _cli_as_root(env_dir: Path, server, tmp_path, **kw):
+    path, log = _guarded_path(tmp_path)
+    e = dict(os.environ, CUDAENV_APT_REPO=server.url + "repo/", PATH=path)
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.2", "--system"], env=e,
+                       capture_output=True, text=True, timeout=300, **kw)
+    return p, log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the plan is shown to root only; this user is not root")
+def test_install_system_as_root_without_yes_asks_and_runs_no_apt_get(env, server, tmp_path):
+    usr_local_before = sorted(os.listdir("/usr/local"))
+    server.clear()
+    p, log = _cli_as_root(env, server, tmp_path, stdin=subprocess.DEVNULL)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" not in p.stderr
+    assert "into /usr/local/cuda-13.0 with apt-get" in p.stderr and "cuda-nvcc-13-0" in p.stderr
+    assert "refusing to run apt-get without confirmation (no terminal to ask on); pass --yes" in p.stderr
+    assert not log.exists(), log.read_text()
+    assert sorted(os.listdir("/usr/local")) == usr_local_before
+    assert not any(r[1].endswith(".deb") for r in server.requests)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the plan is shown to root only; this user is not root")
+def test_install_system_as_root_answering_no_on_a_terminal(env, server, tmp_path):
+    import pty
+
+    usr_local_before = sorted(os.listdir("/usr/local"))
+    master, slave = pty.openpty()
+    os.write(master, b"n\n")
+    try:
+        p, log = _cli_as_root(env, server, tmp_path, stdin=slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert p.returncode == 1, p.stderr
+    assert "Run apt-get to install these packages? [y/N]" in p.stderr
+    assert "nothing installed: the plan was not confirmed" in p.stderr
+    assert not log.exists(), log.read_text()
+    assert sorted(os.listdir("/usr/local")) == usr_local_before
+
+
+# -- system mode as an unprivileged user: a real user, created for the test ----
+
+RUNTIME_PACKAGES = ("click", "platformdirs", "packaging")
+
+
+def _why_no_user() -> str | None:
+    if os.geteuid() != 0:
+        return "creating a test user needs root"
+    for tool in ("useradd", "userdel", "setpriv"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed"
+    return None
+
+
+@pytest.mark.skipif(_why_no_user() is not None, reason=str(_why_no_user()))
+def test_install_system_as_a_user_refuses_before_apt_get_or_any_file():
+    base = Path(tempfile.mkdtemp(prefix="cudaenv-system-user-"))  # pytest's tmp_path is root-only
+    try:
+        _refuses_as_user(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _refuses_as_user(base: Path) -> None:
+    site, home = base / "site", base / "home"
+    for name in RUNTIME_PACKAGES:  # the test's interpreter may live where only root can enter
+        shutil.copytree(Path(importlib.import_module(name).__file__).parent, site / name)
+    shutil.copytree(Path(cudaenv.__file__).parent, site / "cudaenv", ignore=shutil.ignore_patterns("__pycache__"))
+    home.mkdir()
+    path, log = _guarded_path(base)
+    for d in [base, *(p for p in base.rglob("*") if p.is_dir())]:
+        d.chmod(0o755 if d != log.parent else 0o777)
+    user = "cetest" + uuid.uuid4().hex[:8]
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh", user], check=True,
+                   capture_output=True)
+    try:
+        pw = pwd.getpwnam(user)
+        os.chown(home, pw.pw_uid, pw.pw_gid)
+        env = {"PATH": path, "HOME": str(home), "PYTHONPATH": str(site), "LC_ALL": "C.UTF-8"}
+        as_user = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
+        python = next((py for py in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3")
+                       if subprocess.run([*as_user, py, "-c", "import click, cudaenv.cli"], env=env, cwd=home,
+                                         capture_output=True).returncode == 0), None)
+        if python is None:
+            pytest.skip("no Python interpreter the test user may run imports click here")
+        p = subprocess.run([*as_user, python, "-m", "cudaenv", "install", "13.0", "--system"], env=env, cwd=home,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        subprocess.run(["userdel", user], capture_output=True)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip() == ("cudaenv: install --system runs apt-get into /usr/local and needs root: "
+                                "run it with sudo, or drop --system to install into your own store")
+    assert not log.exists()
+    assert os.listdir(home) == []  # no store, cache or apt state was created
 
 
 def test_store_path_with_a_space_still_verifies(tmp_path, server, signing_key, monkeypatch, backend):

@@ -173,3 +173,31 @@ def test_progress_bar_on_a_tty_and_lines_off_it(env, server):
     quiet = io.StringIO()
     Downloader(Progress("quiet", stream=quiet)).fetch_all([publish(server, "r.bin", 1000)])
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("suffix", ["", ".part", ".lock"])
+def test_a_directory_in_the_cache_is_debris_not_a_crash(env, server, suffix):
+    art = publish(server, "a.bin")
+    debris = download.cached_path(art.sha256).with_name(art.sha256 + suffix)
+    (debris / "sub").mkdir(parents=True)
+    (debris / "sub" / "f").write_text("x")
+    got = Downloader().fetch(art)
+    assert got.path.is_file() and hashlib.sha256(got.path.read_bytes()).hexdigest() == art.sha256
+
+
+def test_a_cache_that_cannot_be_created_is_one_error_naming_the_archive(env, server, tmp_path, monkeypatch):
+    art = publish(server, "a.bin")
+    (tmp_path / "blocked").write_text("a file where the cache directory should be")
+    monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "blocked"))
+    with pytest.raises(DownloadError, match=rf"a.bin \({server.url}a.bin\): cache .*blocked.*: Not a directory"):
+        Downloader().fetch(art)
+
+
+def test_a_mismatch_names_the_file_the_url_and_both_hashes(env, server):
+    art = publish(server, "a.bin")
+    server.fault("a.bin", "wrong_body", times=None)
+    body = bytes(b ^ 0x5A for b in (server.root / "a.bin").read_bytes())
+    with pytest.raises(DownloadError) as e:
+        Downloader().fetch(art)
+    assert str(e.value) == (f"a.bin from {server.url}a.bin: sha256 mismatch: expected {art.sha256}, "
+                            f"received {hashlib.sha256(body).hexdigest()}; the file was discarded")

@@ -103,8 +103,16 @@ def test_unknown_release(real_mirror):
         source(real_mirror).plan("12.5.0", "minimal")
 
 
-def test_hostile_manifest_values_are_rejected(tmp_path):
+@pytest.fixture
+def stub(tmp_path, monkeypatch):
+    """A fixture mirror (stub archives under real release numbers) and its pins as CUDAENV_PINS."""
     m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    monkeypatch.setenv("CUDAENV_PINS", str(m.pins_file))
+    return m
+
+
+def test_hostile_manifest_values_are_rejected(stub):
+    m = stub
     m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
     m.set_entry("13.0.2", "cuda_cudart", relative_path="../../etc/passwd.tar.xz")
     with pytest.raises(SourceError, match="invalid relative_path"):
@@ -114,8 +122,16 @@ def test_hostile_manifest_values_are_rejected(tmp_path):
         source(m.root).plan("13.0.2", "minimal")
 
 
-def test_release_label_must_match_file_name(tmp_path):
-    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+@pytest.mark.parametrize("size", ["-1", "1.5", 1.5, -1, True, "", "1e3", None])
+def test_size_must_be_a_whole_number_of_bytes(stub, size):
+    stub.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
+    stub.set_entry("13.0.2", "cuda_cudart", size=size)
+    with pytest.raises(SourceError, match=r"redistrib_13.0.2.json: package cuda_cudart: invalid size .*whole number"):
+        source(stub.root).plan("13.0.2", "minimal")
+
+
+def test_release_label_must_match_file_name(stub):
+    m = stub
     m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
     m.manifests["13.0.2"]["release_label"] = "13.0.1"
     m.write_manifest("13.0.2")
@@ -123,8 +139,8 @@ def test_release_label_must_match_file_name(tmp_path):
         source(m.root).plan("13.0.2", "minimal")
 
 
-def test_over_http_with_index_page(tmp_path):
-    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+def test_over_http_with_index_page(stub):
+    m = stub
     m.add_release("12.8.1", packages=("cuda_nvcc", "cuda_cudart", "cuda_cccl"))
     with FileServer(m.root) as srv:
         src = RedistSource(srv.url, "linux-x86_64")

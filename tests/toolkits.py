@@ -87,6 +87,13 @@ def base_env(cudaenv_root: Path, search: str = "", **extra) -> dict:
     env["CUDAENV_SYSTEM_SEARCH"] = search
     env["CUDAENV_CACHE_DIR"] = str(Path(cudaenv_root).parent / "cache")
     env.update(extra)
+    # A test mirror serves stub archives under real release numbers: pin what it serves.
+    if "CUDAENV_REDIST_URL" in extra and "CUDAENV_PINS" not in extra:
+        from redist_mirror import pins_for_url
+
+        pins = pins_for_url(extra["CUDAENV_REDIST_URL"])
+        if pins is not None:
+            env["CUDAENV_PINS"] = str(pins)
     return env
 
 

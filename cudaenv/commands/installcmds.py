@@ -113,8 +113,17 @@ environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 @click.option("--auto", is_flag=True, help="Install the release `cudaenv resolve` recommends here.")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="With --auto: the Python whose torch and JIT libraries count.")
-def install(versions, source, profile, extra, force, keep_cache, list_, system, as_json, quiet, auto, python):
+@click.option("--trust-mirror", is_flag=True,
+              help="Trust the redist mirror for releases or archives the shipped pins do not vouch for "
+                   "(CUDAENV_TRUST_MIRROR=1).")
+@click.option("-y", "--yes", is_flag=True, help="With --system: run apt-get without asking.")
+def install(versions, source, profile, extra, force, keep_cache, list_, system, as_json, quiet, auto, python,
+            trust_mirror, yes):
     """Install CUDA toolkits (verified, no root needed)."""
+    if trust_mirror:
+        import os
+
+        os.environ["CUDAENV_TRUST_MIRROR"] = "1"
     if list_:
         return _list_releases(source, as_json)
     if auto:
@@ -124,7 +133,7 @@ def install(versions, source, profile, extra, force, keep_cache, list_, system, 
     from .. import install as core
 
     if system:
-        return _install_system(versions, profile, extra, as_json)
+        return _install_system(versions, profile, extra, as_json, yes)
     _terminate_as_interrupt()
     progress = _progress(quiet, as_json)
     results, code = [], 0
@@ -174,7 +183,7 @@ def _auto_versions(python):
     return (_auto_release(python),)
 
 
-def _install_system(versions, profile, extra, as_json):
+def _install_system(versions, profile, extra, as_json, yes):
     from .. import install as core
     from ..sources import SourceError
     from ..versions import Release
@@ -183,6 +192,11 @@ def _install_system(versions, profile, extra, as_json):
         from ..sources import apt
     except ImportError as e:
         _fail(f"--system needs the apt source, which is not available ({e})", 2)
+    try:
+        apt.require_root()  # before anything runs apt-get or writes a file
+    except SourceError as e:
+        _fail(str(e), 2)
+    confirm = None if yes else apt.ask_on_terminal
     for spec_text in versions or (None,):
         try:
             spec, _ = core.requested_spec(spec_text)
@@ -194,9 +208,11 @@ def _install_system(versions, profile, extra, as_json):
             if release is None:
                 near = ", ".join(core.nearest(spec, offered))
                 _fail(f"CUDA {spec.text} is not available from apt; nearest available: {near}", 1)
-            out = apt.install_system(str(release), profile, set(extra))
+            out = apt.install_system(str(release), profile, set(extra), confirm=confirm)
         except core.InstallError as e:
             _fail(str(e), e.exit_code)
+        except apt.NotConfirmed as e:
+            _fail(str(e), 1)
         except SourceError as e:
             _fail(str(e), 2)
         if as_json:

@@ -27,6 +27,10 @@ class Unreachable(SourceError):
     """The source's host did not answer (auto moves on to the next source)."""
 
 
+class IntegrityError(SourceError):
+    """What a source served is not what its publisher published (a pin or hash differs)."""
+
+
 class UnknownRelease(SourceError):
     """The source does not offer this release (bad input when no source has it)."""
 

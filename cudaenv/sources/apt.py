@@ -790,27 +790,68 @@ def _system_sources(root: Path, state: AptState, work: Path) -> tuple[Path, Path
     return only_ours, parts
 
 
-def install_system(release: str, profile: str = "minimal", extra=frozenset(), *, root: Path | None = None) -> Path:
+class NotConfirmed(SourceError):
+    """The user did not agree to the system install plan; nothing ran."""
+
+
+def require_root() -> None:
+    """System mode changes /usr/local and dpkg's database: refuse a non-root user before any work."""
+    if os.geteuid() != 0:
+        raise SourceError("install --system runs apt-get into /usr/local and needs root: run it with sudo, "
+                          "or drop --system to install into your own store")
+
+
+def ask_on_terminal(plan_text: str) -> bool:
+    """Show the plan and ask; without a terminal to ask on, the answer is no (pass --yes)."""
+    import sys
+
+    import click
+
+    if not sys.stdin.isatty():
+        raise NotConfirmed("refusing to run apt-get without confirmation (no terminal to ask on); "
+                           "pass --yes to install the plan above")
+    return click.confirm("Run apt-get to install these packages?", default=False, err=True)
+
+
+def system_plan(release: Release, profile: str, entries, target: Path, repo: str) -> str:
+    """What install --system is about to do, for the user to read before apt-get runs."""
+    from ..progress import human_bytes
+
+    toolkit = target / "usr" / "local" / f"cuda-{release.short}"
+    width = max((len(e.name) for e in entries), default=0)
+    lines = [f"cudaenv: install --system: CUDA {release} ({profile}) into {toolkit} with apt-get, from {repo}"]
+    lines += [f"  {e.name:<{width}}  {e.version:<16} {human_bytes(e.size):>10}" for e in entries]
+    lines.append(f"  {len(entries)} packages, {human_bytes(sum(e.size for e in entries))} to download "
+                 f"(plus any distribution packages they depend on)")
+    return "\n".join(lines)
+
+
+def install_system(release: str, profile: str = "minimal", extra=frozenset(), *, root: Path | None = None,
+                   confirm=None) -> Path:
     """apt-get install the profile's packages into <root>/usr/local/cuda-X.Y (root: "/"), then rehash.
 
     The package set and versions are the ones a user install of the same
     release would take (resolved in the private, verified state), so both
     modes install the same toolkit. `root` other than / is for building images
     and for tests: apt and dpkg then work entirely inside it (Dir=, dpkg --root).
+    The plan (packages, sizes, target) is printed on stderr first; `confirm`,
+    when given, is asked with it and apt-get runs only on a yes (None: --yes).
     Returns the toolkit directory.
     """
     import sys
     import tempfile
 
-    if os.geteuid() != 0:
-        raise SourceError("install --system runs apt-get into /usr/local and needs root: run it with sudo, "
-                          "or drop --system to install into your own store")
+    require_root()
     rel = Release.parse(release)
     target = Path(root or "/").absolute()
     src = AptSource()
     entries, _notes = src.resolve(rel, profile, set(extra))
     if not shutil.which("apt-get"):
         raise SourceError("apt: apt-get is not installed")
+    plan_text = system_plan(rel, profile, entries, target, src.state.url)
+    print(plan_text, file=sys.stderr, flush=True)
+    if confirm is not None and not confirm(plan_text):
+        raise NotConfirmed("nothing installed: the plan was not confirmed")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive", LC_ALL="C.UTF-8")
     env.pop("APT_CONFIG", None)
     common = ["-q", "-o", "APT::Sandbox::User=root"]

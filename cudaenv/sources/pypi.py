@@ -286,8 +286,10 @@ class PypiSource:
             raise SourceError(f"{redact(url)} answered HTTP {resp.status_code}")
         ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
         if ctype == JSON_ACCEPT or ctype.endswith("+json") or ctype == "application/json":
+            from ..download import parse_json  # refuses a page nested past any real one
+
             try:
-                data = resp.json()
+                data = parse_json(resp.content, redact(url))
                 files = [
                     {
                         "filename": f["filename"],

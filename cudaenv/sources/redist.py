@@ -12,6 +12,10 @@ release_label (the file name says the release); CCCL is `cuda_cccl` up to
 `cudaX.Y` variant key; linux-aarch64 exists only up to 12.9.1.
 
 CUDAENV_REDIST_URL overrides the base (http://, https:// or a file:// mirror).
+What a mirror may serve is bounded by the pins (cudaenv/pins.py): a known
+release's manifest and archives must hash to what NVIDIA published; a newer
+release is trusted only from NVIDIA's own HTTPS host unless the user makes
+the mirror the trust root (CUDAENV_TRUST_MIRROR=1 or --trust-mirror).
 """
 
 from __future__ import annotations
@@ -20,12 +24,13 @@ import json
 import os
 import platform as _platform
 import re
+import sys
 import urllib.parse
 from pathlib import Path
 
-from .. import components
+from .. import components, pins
 from ..versions import InvalidVersion, Release
-from . import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease
+from . import Artifact, IntegrityError, Plan, SourceError, UnknownComponent, UnknownRelease
 
 DEFAULT_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 PLATFORMS = ("linux-x86_64", "linux-sbsa", "linux-aarch64")
@@ -49,6 +54,9 @@ REQUIRED = ("nvcc", "cudart")
 _MANIFEST_RE = re.compile(r"redistrib_([0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4})\.json")
 _REL_PATH_RE = re.compile(r"[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*\Z")
 _SHA_RE = re.compile(r"[0-9a-f]{64}\Z")
+# A manifest writes sizes as decimal strings; a JSON integer is taken too, nothing else.
+_SIZE_RE = re.compile(r"[0-9]{1,15}\Z")
+TRUST_HINT = "set CUDAENV_TRUST_MIRROR=1 (or pass --trust-mirror) only if you trust this mirror"
 
 
 def base_url() -> str:
@@ -115,10 +123,13 @@ def _artifact(name: str, pkg: dict, entry: dict, base: str, manifest_name: str) 
         raise SourceError(f"{manifest_name}: package {name}: invalid relative_path {rel[:80]!r}")
     if not _SHA_RE.match(sha):
         raise SourceError(f"{manifest_name}: package {name}: invalid sha256 {sha[:80]!r}")
-    try:
-        size = int(entry["size"])
-    except (KeyError, TypeError, ValueError):
-        raise SourceError(f"{manifest_name}: package {name}: missing or invalid size") from None
+    size = entry.get("size")
+    if type(size) is int and size >= 0:
+        size = str(size)
+    if not isinstance(size, str) or not _SIZE_RE.match(size):
+        raise SourceError(f"{manifest_name}: package {name}: invalid size {str(size)[:40]!r}: "
+                          f"allowed is a whole number of bytes")
+    size = int(size)
     filename = rel.rsplit("/", 1)[-1]
     if not filename.endswith(".tar.xz"):
         raise SourceError(f"{manifest_name}: package {name}: {filename!r} is not a .tar.xz archive")
@@ -141,6 +152,11 @@ class RedistSource:
         self.url = url or base_url()
         self.platform = platform or machine_platform()
         self._releases: list[str] | None = None
+        self._pin_set: pins.Pins | None = None
+        # release -> what the user's trust in the mirror let through (empty: the pins vouched),
+        # and how many archives differed from their pins
+        self._trusted: dict[str, list[str]] = {}
+        self._differing: dict[str, int] = {}
 
     def releases(self) -> list[str]:
         if self._releases is None:
@@ -148,20 +164,57 @@ class RedistSource:
         return self._releases
 
     def manifest(self, release: str) -> dict:
+        """The release's manifest, refused unless the pins or NVIDIA's HTTPS host vouch for it."""
         rel = Release.parse(release)  # validated before it becomes part of a URL
-        from ..download import fetch_bytes
+        from ..download import fetch_bytes, parse_json
 
         name = f"redistrib_{rel}.json"
-        try:
-            data = json.loads(fetch_bytes(self.url + name))
-        except ValueError:
-            raise SourceError(f"{self.url}{name}: not valid JSON") from None
+        url = self.url + name
+        data = parse_json(fetch_bytes(url), url)
         if not isinstance(data, dict):
-            raise SourceError(f"{self.url}{name}: not a redist manifest")
+            raise SourceError(f"{url}: not a redist manifest")
         label = data.get("release_label")  # absent in 11.8.0: the file name is authoritative
         if label is not None and label != str(rel):
-            raise SourceError(f"{self.url}{name}: release_label {str(label)[:20]!r} does not match {rel}")
+            raise SourceError(f"{url}: release_label {str(label)[:20]!r} does not match {rel}")
+        self._check_manifest(str(rel), name, data)
         return data
+
+    def _pins(self) -> pins.Pins:
+        if self._pin_set is None:
+            self._pin_set = pins.load()
+        return self._pin_set
+
+    def _distrust(self, why: str) -> None:
+        """Refuse, unless the user made the mirror the trust root."""
+        if not pins.trust_mirror():
+            raise IntegrityError(f"{why}; refusing it ({TRUST_HINT})")
+
+    def _check_manifest(self, release: str, name: str, data: dict) -> None:
+        self._trusted[release], self._differing[release] = [], 0
+        known = self._pins().manifests
+        pinned = known.get(release)
+        if pinned is not None:
+            got = pins.canonical_sha256(data)
+            if got != pinned:
+                self._distrust(f"{name} from mirror {self.url} is not the manifest NVIDIA published "
+                               f"for CUDA {release}: expected sha256 {pinned}, received {got}")
+                self._trusted[release].append("its manifest differs from the pinned one")
+        elif not pins.is_nvidia(self.url):
+            newest = max(map(Release.parse, known), default=None)
+            which = "newer than" if newest is None or Release.parse(release) > newest else "not among"
+            self._distrust(f"{name} from mirror {self.url}: CUDA {release} is {which} the releases cudaenv pins, "
+                           f"and such a manifest is trusted only from https://{pins.NVIDIA_HOST}/ "
+                           f"(CUDAENV_PINS=FILE adds pins)")
+            self._trusted[release].append("the release is not pinned")
+
+    def _check_archive(self, release: str, art: Artifact, rel_path: str) -> None:
+        pinned = self._pins().archives.get(rel_path)
+        if pinned is None or pinned == (art.sha256, art.size):
+            return
+        self._distrust(f"{art.filename} ({art.url}) from mirror {self.url}: its manifest says sha256 "
+                       f"{art.sha256} ({art.size} bytes), but NVIDIA published sha256 {pinned[0]} "
+                       f"({pinned[1]} bytes)")
+        self._differing[release] += 1
 
     def packages(self, manifest: dict, release: Release) -> dict[str, dict]:
         """Toolkit packages that have an archive for this platform."""
@@ -207,10 +260,19 @@ class RedistSource:
                     f"({', '.join(sorted(available))})"
                 )
         manifest_name = f"redistrib_{rel}.json"
-        artifacts = [
-            _artifact(k, available[k], _archive_entry(available[k], self.platform, rel), self.url, manifest_name)
-            for k in chosen
-        ]
+        artifacts = []
+        for k in chosen:
+            entry = _archive_entry(available[k], self.platform, rel)
+            art = _artifact(k, available[k], entry, self.url, manifest_name)
+            self._check_archive(str(rel), art, entry["relative_path"])
+            artifacts.append(art)
+        reasons = list(self._trusted.get(str(rel), []))
+        differing = self._differing.get(str(rel), 0)
+        if differing:
+            reasons.append(f"{differing} archive{'s differ' if differing > 1 else ' differs'} from the pins")
+        if reasons:
+            print(f"cudaenv: warning: trusting mirror {self.url} for CUDA {rel} (CUDAENV_TRUST_MIRROR): "
+                  f"{'; '.join(reasons)}", file=sys.stderr)
         return Plan(source=self.name, release=str(rel), platform=self.platform, profile=profile,
                     artifacts=artifacts)
 
