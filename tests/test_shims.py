@@ -45,6 +45,8 @@ def test_shim_runs_selected_nvcc_with_its_environment(store):
     # A toolkit program that prints its whole environment.
     (tk / "bin" / "envdump").write_text(f"#!/bin/sh\nexec {printenv}\n")
     (tk / "bin" / "envdump").chmod(0o755)
+    # Not a CUDA toolkit program: shimmed only because the store asks for it.
+    (root / "extra-shims").write_text("envdump\n")
     assert cudaenv(env, "rehash").returncode == 0
     p = run_shim(root, "envdump", env, cwd)
     assert p.returncode == 0, p.stderr
@@ -82,6 +84,7 @@ def test_ld_library_path_only_on_request(store):
     tk = root / "versions" / "12.8.1"
     (tk / "bin" / "showld").write_text('#!/bin/sh\necho "$LD_LIBRARY_PATH|$CUDAENV_LD_ENTRY"\n')
     (tk / "bin" / "showld").chmod(0o755)
+    (root / "extra-shims").write_text("showld\n")
     assert cudaenv(env, "rehash").returncode == 0
     p = run_shim(root, "showld", env, cwd)
     assert p.stdout.strip() == f"{tk}/lib64:/opt/lib|{tk}/lib64"
@@ -168,6 +171,7 @@ def test_concurrent_rehash(tmp_path):
     for i in range(6):
         make_toolkit(root / "versions" / f"12.{i}.0", f"12.{i}.0",
                      extra_bins=[f"tool{j}" for j in range(40)])
+    (root / "extra-shims").write_text("".join(f"tool{j}\n" for j in range(40)))
     env = base_env(root)
     procs = [subprocess.Popen([sys.executable, "-m", "cudaenv", "rehash"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
