@@ -89,7 +89,10 @@ def write(table: dict[str, Entry]) -> None:
             except FileNotFoundError:
                 pass
     # Mark the table as built now, even when no entry changed (see is_stale).
-    os.utime(d)
+    try:
+        os.utime(d)
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, str(d)) from None  # utime's own error names no file
 
 
 def refresh() -> dict[str, Entry] | None:
