@@ -51,7 +51,12 @@ def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
     """A path setting from the environment. A relative one would name a
     different place in every directory (and the shims, run from anywhere,
     would disagree with the CLI), so it is refused."""
-    path = Path(value).expanduser() if expand_user else Path(value)
+    path = Path(value)
+    if expand_user:
+        try:
+            path = path.expanduser()
+        except RuntimeError:
+            pass  # `~user` of no user: left as it is, and refused below as relative
     if not path.is_absolute():
         from .versions import describe
 
@@ -183,25 +188,54 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-def read_receipt(path: Path) -> dict:
+SMALL_FILE_LIMIT = 1024 * 1024
+
+
+def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
+    """The bytes of a small regular file that cudaenv or an archive wrote.
+
+    Raises OSError for anything else: a FIFO or device (opened without
+    blocking, so a planted FIFO cannot hang a command), a directory, or a file
+    over `limit`, which no receipt, version.json or alias ever is.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read(limit + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
+    return data
+
+
+def read_json_object(path: Path) -> dict | None:
+    """A small JSON file holding an object, or None when it is missing, not a
+    regular file, too large, not JSON, too deeply nested or not an object."""
     import json
 
     try:
-        return json.loads((path / RECEIPT_NAME).read_text())
-    except (OSError, ValueError):
-        return {}
+        data = json.loads(read_small(path))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_receipt(path: Path) -> dict:
+    return read_json_object(path / RECEIPT_NAME) or {}
 
 
 def _nvcc_version(toolkit_dir: Path) -> str | None:
     """nvcc's component version from the toolkit's version.json, which every source writes."""
-    import json
-
-    try:
-        data = json.loads((toolkit_dir / "version.json").read_text())
-        version = data.get("cuda_nvcc", {}).get("version")
-        return version if isinstance(version, str) else None
-    except (OSError, ValueError, AttributeError):
-        return None
+    nvcc = (read_json_object(toolkit_dir / "version.json") or {}).get("cuda_nvcc")
+    version = nvcc.get("version") if isinstance(nvcc, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def managed_toolkits() -> list[Toolkit]:
