@@ -3,6 +3,10 @@
 The hottest read-only commands (`which`, `version`, `prefix`, `root`) are
 answered by cudaenv.queries without importing click; everything else, and any
 option such as --help, goes through the click CLI.
+
+Whatever a command meets on the way (a store it may not write, a deleted
+working directory, a setting that is not a path), the user gets one line
+and an exit status, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 import sys
 
 
-def run() -> None:
+def _dispatch() -> None:
     from . import queries
 
     code = queries.fast_path(sys.argv[1:])
@@ -19,6 +23,23 @@ def run() -> None:
     from .cli import main
 
     main(prog_name="cudaenv")
+
+
+def run() -> None:
+    from .selection import SelectionError
+    from .store import StoreError
+
+    try:
+        _dispatch()
+    except (StoreError, SelectionError) as e:
+        print(f"cudaenv: {e}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except OSError as e:
+        # The last resort for the environment failing under a command: the
+        # file and the system's reason, which is what there is to say.
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"cudaenv: {where}{e.strerror or e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

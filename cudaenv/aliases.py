@@ -89,7 +89,26 @@ def write(table: dict[str, Entry]) -> None:
             except FileNotFoundError:
                 pass
     # Mark the table as built now, even when no entry changed (see is_stale).
-    os.utime(d)
+    try:
+        os.utime(d)
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, str(d)) from None  # utime's own error names no file
+
+
+def refresh() -> dict[str, Entry] | None:
+    """Rebuild the on-disk table (and shims) and return None; where the store
+    refuses the write, return the table built in memory instead."""
+    from .shims import rehash
+
+    if store.can_write(store.root()):
+        try:
+            rehash()
+            return None
+        except store.StoreNotWritable:
+            pass  # e.g. root on a read-only mount, where access() said yes
+    from . import discover
+
+    return build(store.managed_toolkits(), discover.discover_static())
 
 
 def is_stale() -> bool:
@@ -109,14 +128,20 @@ def is_stale() -> bool:
 
 
 def lookup(spec: Spec) -> Entry | None:
-    """The entry for a validated spec, rebuilding the table first when it is stale."""
+    """The entry for a validated spec, rebuilding the table first when it is stale.
+
+    A store this user cannot write (a shared one, a read-only mount) is never
+    rewritten by a lookup: the table is built in memory for this process
+    instead, and the on-disk one is left to the store's owner.
+    """
     d = store.aliases_dir()
     if is_stale():
-        from .shims import rehash
-
-        rehash()
+        table = refresh()
+        if table is not None:
+            return table.get(spec.text)
     try:
-        lines = (d / spec.text).read_text().splitlines()
+        # Bounded and never blocking, as the shims' `[ -f ]` test is.
+        lines = store.read_small(d / spec.text, 64 * 1024).decode("utf-8", "surrogateescape").splitlines()
     except OSError:
         return None
     if len(lines) < 3:

@@ -18,13 +18,13 @@ can say exactly where to look.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from . import store
 from .store import Toolkit
 from .versions import InvalidVersion, Release
 
@@ -73,15 +73,17 @@ def toolkit_release(root: Path) -> tuple[str, str | None] | None:
         return None
     component = None
     # version.json is what NVIDIA's installers and redist trees carry: cheapest and exact.
-    try:
-        data = json.loads((root / "version.json").read_text())
-        release = data.get("cuda", {}).get("version")
-        component = data.get("cuda_nvcc", {}).get("version")
-        if release:
+    data = store.read_json_object(root / "version.json") or {}
+    cuda, nvcc_info = data.get("cuda"), data.get("cuda_nvcc")
+    release = cuda.get("version") if isinstance(cuda, dict) else None
+    found = nvcc_info.get("version") if isinstance(nvcc_info, dict) else None
+    component = found if isinstance(found, str) else None
+    if isinstance(release, str):
+        try:
             Release.parse(release)
             return release, component
-    except (OSError, ValueError, AttributeError, InvalidVersion):
-        pass
+        except InvalidVersion:
+            pass
     # Trees assembled from wheels keep dist-info: cuda_toolkit-X.Y.Z names the release.
     for pattern, kind in (("cuda_toolkit-*.dist-info", "release"), ("nvidia_cuda_nvcc*-*.dist-info", "nvcc")):
         for base in (root / "dist-info", root):
@@ -150,8 +152,6 @@ def _toolkit(root: Path, origin: str) -> Toolkit | None:
 
 
 def _is_cudaenv_path(path: Path, env) -> bool:
-    from . import store
-
     r = str(store.root())
     added = env.get("CUDAENV_PATH_ENTRY", "")
     p = str(path)

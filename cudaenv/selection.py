@@ -149,7 +149,10 @@ def current_dir(env=None) -> Path:
                 return Path(pwd)
         except OSError:
             pass
-    return Path(os.getcwd())
+    try:
+        return Path(os.getcwd())
+    except FileNotFoundError:
+        raise InvalidSelection("the current directory no longer exists; cd to one that does") from None
 
 
 def find_version_file(start: Path) -> Path | None:

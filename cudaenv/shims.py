@@ -1,4 +1,10 @@
-"""`cudaenv rehash`: rebuild the alias table and write one shim per toolkit executable.
+"""`cudaenv rehash`: rebuild the alias table and write one shim per toolkit program.
+
+Only CUDA toolkit programs get a shim: the names in data/toolkit_programs.json
+(generated from NVIDIA's manifests by scripts/gen_toolkit_programs.py) that
+some toolkit really has, plus the names the store's owner lists in
+$CUDAENV_ROOT/extra-shims. A gcc, python3 or sudo that a distribution or an
+archive put in a toolkit's bin/ never shadows the user's own.
 
 Shims are POSIX sh rendered from the repository's shims/shim.sh with
 shims/select.sh inlined, so a shim opens no other file to decide. Every file is
@@ -52,7 +58,59 @@ def _strip_comment_lines(text: str) -> str:
     return "\n".join(kept) + "\n"
 
 
+MAX_EXTRA_BYTES = 64 * 1024
+
+
+def _valid_program_name(name: str) -> bool:
+    # Names become file names in shims/: keep them to what a command name can be.
+    return (bool(name) and len(name.encode("utf-8", "surrogateescape")) <= 255 and not name.startswith(".")
+            and "/" not in name and name.isprintable() and not any(c.isspace() for c in name))
+
+
+def extra_programs() -> set[str]:
+    """The names in $CUDAENV_ROOT/extra-shims: one per line, `#` comments.
+
+    A line that cannot be a command name is an error naming the file and line,
+    not a shim with a strange name.
+    """
+    path = store.extra_shims_file()
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_EXTRA_BYTES + 1)
+    except FileNotFoundError:
+        return set()
+    except OSError as e:
+        raise store.StoreError(f"{path}: cannot read: {e.strerror}") from None
+    if len(data) > MAX_EXTRA_BYTES:
+        raise store.StoreError(f"{path}: larger than {MAX_EXTRA_BYTES} bytes; list one program name per line")
+    names = set()
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        name = raw.split(b"#", 1)[0].strip().decode("utf-8", "replace")
+        if not name:
+            continue
+        if not _valid_program_name(name):
+            from .versions import describe
+
+            raise store.StoreError(
+                f"{path}:{lineno}: {describe(name)} is not a program name; "
+                f"allowed is one bare name per line, such as nvcc"
+            )
+        names.add(name)
+    return names
+
+
+def is_toolkit_program(name: str, extra: set[str] = frozenset()) -> bool:
+    from fnmatch import fnmatchcase
+
+    from .data import load
+
+    table = load("toolkit_programs.json")
+    return (name in extra or name in table["programs"]
+            or any(fnmatchcase(name, p) for p in table["patterns"]))
+
+
 def executables(toolkits) -> set[str]:
+    """Every executable name in the toolkits' bin/ directories (shim or not)."""
     names: set[str] = set()
     for tk in toolkits:
         try:
@@ -60,8 +118,7 @@ def executables(toolkits) -> set[str]:
         except OSError:
             continue
         for e in entries:
-            # Names become file names in shims/: keep them to what a command name can be.
-            if e.name.startswith(".") or "/" in e.name or not e.name.isprintable():
+            if not _valid_program_name(e.name):
                 continue
             try:
                 if e.is_file() and os.access(e.path, os.X_OK):
@@ -79,8 +136,19 @@ def rehash(managed=None, found=None) -> list[str]:
     """
     managed = store.managed_toolkits() if managed is None else managed
     found = discover.discover_static() if found is None else found
-    aliases.write(aliases.build(managed, found))
-    names = executables(managed + found)
+    extra = extra_programs()
+    names = {n for n in executables(managed + found) if is_toolkit_program(n, extra)}
+    try:
+        aliases.write(aliases.build(managed, found))
+        _write_shims(names)
+    except OSError as e:
+        if store.is_refused(e):
+            raise store.refused(Path(e.filename) if e.filename else store.root(), e) from None
+        raise
+    return sorted(names)
+
+
+def _write_shims(names: set[str]) -> None:
     d = store.shims_dir()
     d.mkdir(parents=True, exist_ok=True)
     body = render_shim()
@@ -98,4 +166,3 @@ def rehash(managed=None, found=None) -> list[str]:
                 os.unlink(d / name)
             except FileNotFoundError:
                 pass
-    return sorted(names)

@@ -3,7 +3,9 @@
     $CUDAENV_ROOT/
       versions/<release>/      managed toolkits, each a complete CUDA_HOME
         .cudaenv-receipt.json  how and when it was installed
-      version                  the global selection (a version file)
+      version                  the global selection (a version file;
+                               CUDAENV_VERSION_FILE replaces it per user)
+      extra-shims              programs outside the toolkit list to shim anyway
       shims/                   generated POSIX sh shims (see shims.py)
       aliases/<spec>           one small file per accepted spec ("13", "13.0",
                                "13.0.2", "system") holding the toolkit root it
@@ -17,6 +19,7 @@ Only validated releases are ever joined into paths here.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
@@ -27,10 +30,44 @@ RECEIPT_NAME = ".cudaenv-receipt.json"
 APP = "cudaenv"
 
 
+class StoreError(Exception):
+    """A problem with the store or a store setting, told in one line (`cudaenv: ...`).
+
+    The CLI's entry point prints it without a traceback; exit_code is the status.
+    """
+
+    exit_code = 1
+
+
+class StoreNotWritable(StoreError):
+    """This user may not write the store (shared, or mounted read-only)."""
+
+
+# Errors that mean "this user may not write here", as opposed to a full disk.
+_REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
+    """A path setting from the environment. A relative one would name a
+    different place in every directory (and the shims, run from anywhere,
+    would disagree with the CLI), so it is refused."""
+    path = Path(value)
+    if expand_user:
+        try:
+            path = path.expanduser()
+        except RuntimeError:
+            pass  # `~user` of no user: left as it is, and refused below as relative
+    if not path.is_absolute():
+        from .versions import describe
+
+        raise StoreError(f"{name} must be an absolute path, not {describe(value)}")
+    return path
+
+
 def root() -> Path:
     env = os.environ.get("CUDAENV_ROOT")
     if env:
-        return Path(env).expanduser().absolute()
+        return _absolute_setting("CUDAENV_ROOT", env)
     if sys.platform.startswith("linux"):
         # platformdirs' Linux rule, inlined: importing platformdirs costs more
         # than the rest of `cudaenv which` together.
@@ -71,8 +108,67 @@ def locks_dir() -> Path:
     return root() / "locks"
 
 
+def extra_shims_file() -> Path:
+    return root() / "extra-shims"
+
+
 def global_version_file() -> Path:
+    """The version file used outside any project: $CUDAENV_VERSION_FILE when
+    set, so each user of a shared store can keep their own, else $CUDAENV_ROOT/version."""
+    env = os.environ.get("CUDAENV_VERSION_FILE")
+    if env:
+        # No `~` expansion: the shims and hooks read this path as it is.
+        return _absolute_setting("CUDAENV_VERSION_FILE", env, expand_user=False)
     return root() / "version"
+
+
+def is_refused(err: OSError) -> bool:
+    """True when `err` says this user may not write there (not, say, a full disk)."""
+    return err.errno in _REFUSED
+
+
+def can_write(path: Path) -> bool:
+    """Whether this user may create or change files at `path`, judged at its
+    nearest existing ancestor (a store that does not exist yet is created)."""
+    p = Path(path)
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    return os.access(p, os.W_OK)
+
+
+def _owner(path: Path) -> str:
+    import pwd
+
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return ""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def refused(path: Path, err: OSError) -> StoreNotWritable:
+    """The one-line error for a write to `path` that `err` refused.
+
+    Inside the store it says whose store it is and the two ways out; outside it
+    (a project's .cuda-version, CUDAENV_VERSION_FILE) the path and reason say enough.
+    """
+    reason = err.strerror or str(err)
+    try:
+        store_root = root()
+        inside = Path(path) == store_root or store_root in Path(path).parents
+    except StoreError:
+        inside = False
+    if not inside:
+        return StoreNotWritable(f"cannot write {path}: {reason}")
+    owner = _owner(store_root)
+    whose = f"the store {store_root} belongs to {owner}" if owner else f"the store is {store_root}"
+    return StoreNotWritable(
+        f"cannot write {path}: {reason}; {whose}: ask its owner to run this, "
+        f"or set CUDAENV_ROOT to a store of your own"
+    )
 
 
 def version_path(release: Release) -> Path:
@@ -92,25 +188,54 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-def read_receipt(path: Path) -> dict:
+SMALL_FILE_LIMIT = 1024 * 1024
+
+
+def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
+    """The bytes of a small regular file that cudaenv or an archive wrote.
+
+    Raises OSError for anything else: a FIFO or device (opened without
+    blocking, so a planted FIFO cannot hang a command), a directory, or a file
+    over `limit`, which no receipt, version.json or alias ever is.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read(limit + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
+    return data
+
+
+def read_json_object(path: Path) -> dict | None:
+    """A small JSON file holding an object, or None when it is missing, not a
+    regular file, too large, not JSON, too deeply nested or not an object."""
     import json
 
     try:
-        return json.loads((path / RECEIPT_NAME).read_text())
-    except (OSError, ValueError):
-        return {}
+        data = json.loads(read_small(path))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_receipt(path: Path) -> dict:
+    return read_json_object(path / RECEIPT_NAME) or {}
 
 
 def _nvcc_version(toolkit_dir: Path) -> str | None:
     """nvcc's component version from the toolkit's version.json, which every source writes."""
-    import json
-
-    try:
-        data = json.loads((toolkit_dir / "version.json").read_text())
-        version = data.get("cuda_nvcc", {}).get("version")
-        return version if isinstance(version, str) else None
-    except (OSError, ValueError, AttributeError):
-        return None
+    nvcc = (read_json_object(toolkit_dir / "version.json") or {}).get("cuda_nvcc")
+    version = nvcc.get("version") if isinstance(nvcc, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def managed_toolkits() -> list[Toolkit]:
@@ -148,8 +273,12 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write `text` to `path` through a temp file and rename: readers never see half a file."""
     import tempfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        # Name the file being written, not the temp name nobody asked for.
+        raise type(e)(e.errno, e.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)

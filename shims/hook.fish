@@ -36,6 +36,14 @@ function __cudaenv_root
     string replace -r '(?<=.)/+$' '' -- $r
 end
 
+# The global version file: $CUDAENV_VERSION_FILE (absolute) or $CUDAENV_ROOT/version.
+function __cudaenv_global_file
+    set -l f $CUDAENV_VERSION_FILE
+    test -n "$f"; or set f (__cudaenv_root)/version
+    echo $f
+    string match -q '/*' -- $f
+end
+
 function __cudaenv_valid_spec -a v
     test "$v" = system; and return 0
     test (string length -- "$v") -le 14; or return 1
@@ -153,7 +161,14 @@ function __cudaenv_select
     end
     set -l file (__cudaenv_find_file)
     if test -z "$file"
-        set file (__cudaenv_root)/version
+        if not set file (__cudaenv_global_file)
+            set -l shown "(a value with control or non-ASCII bytes)"
+            if string match -qr '^[ -~]*$' -- "$file"
+                set shown (__cudaenv_describe (string escape --style=url -- "$file"))
+            end
+            set -g __cudaenv_err "CUDAENV_VERSION_FILE must be an absolute path, not $shown"
+            return 1
+        end
         if not test -f "$file"
             set -g __cudaenv_source default
             set -g __cudaenv_spec system
@@ -288,8 +303,8 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
         set key "$key"env"|$CUDAENV_VERSION"
     else if set file (__cudaenv_find_file)
         set key "$key"file"|$file|"(string escape --style=url < $file 2>/dev/null | string join '|')
-    else if test -f "$r/version"
-        set key "$key"global"|"(string escape --style=url < $r/version 2>/dev/null | string join '|')
+    else if not set file (__cudaenv_global_file); or test -f "$file"
+        set key "$key"global"|$file|"(string escape --style=url < $file 2>/dev/null | string join '|')
     else
         set key none
     end

@@ -77,9 +77,9 @@ _cudaenv_hook() {
     elif _cudaenv_find_file; then
         _cudaenv_raw_value "$_ce_file" 2>/dev/null
         key="${key}file|$_ce_file|$_ce_raw"
-    elif [ -f "$_ce_r/version" ]; then
-        _cudaenv_raw_value "$_ce_r/version" 2>/dev/null
-        key="${key}global|$_ce_raw"
+    elif ! _cudaenv_global_file || [ -f "$_ce_global" ]; then
+        _cudaenv_raw_value "$_ce_global" 2>/dev/null
+        key="${key}global|$_ce_global|$_ce_raw"
     else
         key=none
     fi

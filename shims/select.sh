@@ -32,6 +32,19 @@ _cudaenv_root() {
     done
 }
 
+# The global version file into _ce_global: $CUDAENV_VERSION_FILE (a user's own
+# on a shared store; absolute, as in store.py) or $CUDAENV_ROOT/version.
+_cudaenv_global_file() {
+    _cudaenv_root
+    _ce_global=${CUDAENV_VERSION_FILE:-$_ce_r/version}
+    case $_ce_global in
+        /*) return 0 ;;
+    esac
+    _cudaenv_describe "$CUDAENV_VERSION_FILE"
+    _ce_err="CUDAENV_VERSION_FILE must be an absolute path, not $_ce_shown"
+    return 1
+}
+
 # $1 with spaces and tabs trimmed on both sides, into _ce_trimmed.
 _cudaenv_trim() {
     _ce_trimmed=${1#"${1%%[!" $_ce_tab"]*}"}
@@ -217,9 +230,9 @@ _cudaenv_select() {
         _cudaenv_read_version "$_ce_file"
         return
     fi
-    _cudaenv_root
-    if [ -f "$_ce_r/version" ]; then
-        _ce_source=$_ce_r/version
+    _cudaenv_global_file || return 1
+    if [ -f "$_ce_global" ]; then
+        _ce_source=$_ce_global
         _cudaenv_read_version "$_ce_source"
         return
     fi

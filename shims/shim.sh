@@ -19,6 +19,28 @@ if ! _cudaenv_resolve; then
 fi
 _ce_target=$_ce_root/bin/$_ce_name
 if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
+    # The selected toolkit lacks this program (another toolkit has it, which
+    # is why the shim exists): run the next one of that name on PATH, as rbenv
+    # does, skipping this shims directory. _CUDAENV_FALLBACK stops a loop
+    # through another store's shim of the same name.
+    if [ "${_CUDAENV_FALLBACK-}" != "$_ce_name" ]; then
+        _cudaenv_root
+        _ce_saved_ifs=$IFS
+        IFS=:
+        set -f
+        for _ce_dir in ${PATH-}; do
+            _ce_dir=${_ce_dir:-.}
+            _ce_next=$_ce_dir/$_ce_name
+            if [ -f "$_ce_next" ] && [ -x "$_ce_next" ] && ! [ "$_ce_next" -ef "$0" ] \
+                && ! [ "$_ce_dir" -ef "$_ce_r/shims" ]; then
+                IFS=$_ce_saved_ifs
+                set +f
+                _CUDAENV_FALLBACK=$_ce_name
+                export _CUDAENV_FALLBACK
+                exec "$_ce_next" "$@"
+            fi
+        done
+    fi
     printf "cudaenv: '%s' is not in the selected toolkit %s (%s)\n" "$_ce_name" "$_ce_root" "$_ce_origin" >&2
     exit 127
 fi

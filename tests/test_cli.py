@@ -237,3 +237,23 @@ def test_local_auto_uses_the_resolver(tmp_path):
     assert "recommends 13.0" in p.stderr
     assert (m.proj / ".cuda-version").read_text() == "13.0\n"
     assert run(["local", "--auto", "12.8"], env, m.proj).returncode == 1
+
+
+@pytest.mark.parametrize("shell", ["bash", "fish"])
+def test_version_file_setting_in_hooks_and_shims(tmp_path, shell):
+    """CUDAENV_VERSION_FILE replaces $CUDAENV_ROOT/version for the hooks and shims too."""
+    if not shutil.which(shell):
+        pytest.skip(f"{shell} is not installed")
+    root = tmp_path / "root"
+    env = rehashed_store(root)
+    (root / "version").write_text("13.0\n")
+    mine = tmp_path / "mine"
+    mine.write_text("12.8\n")
+    env = dict(env, CUDAENV_VERSION_FILE=str(mine), PWD=str(tmp_path))
+    code = {"bash": 'eval "$(python3 -m cudaenv init - bash)"; _cudaenv_hook; echo "$CUDA_HOME"',
+            "fish": "python3 -m cudaenv init - fish | source; __cudaenv_hook; echo $CUDA_HOME"}[shell]
+    env["PATH"] = os.path.dirname(sys.executable) + ":" + env["PATH"]
+    p = subprocess.run([shell, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip().endswith(f"{root}/versions/12.8.1"), p.stderr
+    p = subprocess.run([str(root / "shims" / "nvcc")], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert "release=12.8.1" in p.stdout, p.stderr

@@ -45,6 +45,8 @@ def test_shim_runs_selected_nvcc_with_its_environment(store):
     # A toolkit program that prints its whole environment.
     (tk / "bin" / "envdump").write_text(f"#!/bin/sh\nexec {printenv}\n")
     (tk / "bin" / "envdump").chmod(0o755)
+    # Not a CUDA toolkit program: shimmed only because the store asks for it.
+    (root / "extra-shims").write_text("envdump\n")
     assert cudaenv(env, "rehash").returncode == 0
     p = run_shim(root, "envdump", env, cwd)
     assert p.returncode == 0, p.stderr
@@ -82,6 +84,7 @@ def test_ld_library_path_only_on_request(store):
     tk = root / "versions" / "12.8.1"
     (tk / "bin" / "showld").write_text('#!/bin/sh\necho "$LD_LIBRARY_PATH|$CUDAENV_LD_ENTRY"\n')
     (tk / "bin" / "showld").chmod(0o755)
+    (root / "extra-shims").write_text("showld\n")
     assert cudaenv(env, "rehash").returncode == 0
     p = run_shim(root, "showld", env, cwd)
     assert p.stdout.strip() == f"{tk}/lib64:/opt/lib|{tk}/lib64"
@@ -168,6 +171,7 @@ def test_concurrent_rehash(tmp_path):
     for i in range(6):
         make_toolkit(root / "versions" / f"12.{i}.0", f"12.{i}.0",
                      extra_bins=[f"tool{j}" for j in range(40)])
+    (root / "extra-shims").write_text("".join(f"tool{j}\n" for j in range(40)))
     env = base_env(root)
     procs = [subprocess.Popen([sys.executable, "-m", "cudaenv", "rehash"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
@@ -218,3 +222,102 @@ def test_real_nvcc_compiles_through_shim(tmp_path, capsys):
     assert data[:4] == b"\x7fELF"
     v = run_shim(root, "nvcc", env, cwd, "--version")
     assert "release 13.0" in v.stdout
+
+
+def _program(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho \"{text} $*\"\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_only_toolkit_programs_get_shims(tmp_path):
+    """A gcc, python3 or sudo in a toolkit's bin/ (a distribution's, or an
+    archive's plant) must never shadow the user's own."""
+    root = tmp_path / "root"
+    tk = managed(root, "13.0.2")
+    system = make_toolkit(tmp_path / "sys" / "cuda-12.8", "12.8.1")
+    for planted in ("gcc", "g++", "python3", "sudo", "ls"):
+        _program(system / "bin" / planted, f"planted {planted}")
+    _program(tk / "bin" / "sudo", "planted sudo")
+    _program(tk / "bin" / "cuobjdump", "cuobjdump")
+    env = base_env(root, search=str(tmp_path / "sys" / "cuda-*"))
+    p = cudaenv(env, "rehash", "--json")
+    assert p.returncode == 0, p.stderr
+    import json
+    assert json.loads(p.stdout)["shims"] == ["cuobjdump", "fatbinary", "nvcc", "nvlink", "ptxas"]
+    assert sorted(os.listdir(root / "shims")) == ["cuobjdump", "fatbinary", "nvcc", "nvlink", "ptxas"]
+    # The same after the implicit rehash of `versions`.
+    assert cudaenv(env, "versions").returncode == 0
+    assert "sudo" not in os.listdir(root / "shims")
+
+
+def test_extra_shims_are_explicit_and_checked(tmp_path):
+    root = tmp_path / "root"
+    tk = managed(root, "13.0.2")
+    _program(tk / "bin" / "gcc", "toolkit gcc")
+    env = base_env(root)
+    (root / "extra-shims").write_text("# the toolkit's own host compiler\ngcc  # wanted\n\nnot-in-any-toolkit\n")
+    p = cudaenv(env, "rehash", "--json")
+    assert p.returncode == 0, p.stderr
+    import json
+    shims = json.loads(p.stdout)["shims"]
+    assert "gcc" in shims and "not-in-any-toolkit" not in shims
+    for bad in ("../evil", "two words", ".hidden", "a\x1bb"):
+        (root / "extra-shims").write_text(f"gcc\n{bad}\n")
+        p = cudaenv(env, "rehash")
+        assert p.returncode == 1 and "Traceback" not in p.stderr
+        assert p.stderr.startswith(f"cudaenv: {root}/extra-shims:2: ") and len(p.stderr.splitlines()) == 1
+        assert "is not a program name" in p.stderr
+    (root / "extra-shims").write_bytes(b"x\n" * 40000)
+    p = cudaenv(env, "rehash")
+    assert p.returncode == 1 and "larger than" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_user_program_runs_when_selected_toolkit_lacks_it(store, tmp_path):
+    """rbenv's rule: a shimmed name the selected toolkit does not have runs the
+    next program of that name on PATH, not an error."""
+    root, env, cwd = store
+    _program(root / "versions" / "13.0.2" / "bin" / "cuobjdump", "toolkit cuobjdump")
+    assert cudaenv(env, "rehash").returncode == 0
+    mine = _program(tmp_path / "mybin" / "cuobjdump", "my cuobjdump")
+    # The shims dir also appears through a symlink, which must be skipped too.
+    (tmp_path / "shimlink").symlink_to(root / "shims")
+    env = dict(env, PATH=f"{root}/shims:{tmp_path}/shimlink:{mine.parent}:/usr/bin:/bin")
+    p = subprocess.run(["cuobjdump", "-a", "b c"], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "my cuobjdump -a b c\n" and p.stderr == ""
+    # With 13.0 selected the toolkit's own still wins.
+    p = subprocess.run(["cuobjdump"], env=dict(env, CUDAENV_VERSION="13.0"), cwd=cwd, capture_output=True,
+                       text=True, timeout=60)
+    assert p.stdout == "toolkit cuobjdump \n"
+    # Nothing else of that name on PATH: the error, one line.
+    p = subprocess.run(["cuobjdump"], env=dict(env, PATH=f"{root}/shims:/usr/bin:/bin"), cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 127 and p.stderr.startswith("cudaenv: 'cuobjdump' is not in the selected toolkit")
+
+
+def test_fallthrough_between_two_stores_does_not_loop(tmp_path):
+    """Two stores' shims on PATH, neither selected toolkit has the program:
+    each would find the other's shim; the second stops with the error."""
+    envs = []
+    for name in ("a", "b"):
+        root = tmp_path / name
+        managed(root, "12.8.1")
+        _program(managed(root, "13.0.2") / "bin" / "cuobjdump", "cuobjdump")
+        envs.append(rehashed_store(root, releases=()))
+    path = f"{tmp_path}/a/shims:{tmp_path}/b/shims:/usr/bin:/bin"
+    env = dict(envs[0], PATH=path, CUDAENV_VERSION="12.8")
+    p = subprocess.run(["cuobjdump"], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 127 and "is not in the selected toolkit" in p.stderr
+
+
+def test_toolkit_programs_data_is_generated():
+    repo = Path(__file__).parent.parent
+    p = subprocess.run([sys.executable, str(repo / "scripts" / "gen_toolkit_programs.py"), "--check"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    import json
+    data = json.loads((repo / "cudaenv" / "data" / "toolkit_programs.json").read_text())
+    assert {"nvcc", "ptxas", "nvlink", "fatbinary", "cuobjdump", "compute-sanitizer"} <= set(data["programs"])
+    assert not {"gcc", "g++", "python3", "sudo", "nvidia-smi", "cicc"} & set(data["programs"])

@@ -71,8 +71,14 @@ def versions(bare, as_json, executables):
 
     managed = store.managed_toolkits()
     static = discover.discover_static()
-    # Listing is a natural moment to refresh the alias table the shims read.
-    shims.rehash(managed, static)
+    # Listing is a natural moment to refresh the alias table the shims read,
+    # but only for a store this user may write: a shared store's table is its
+    # owner's to rebuild, and a listing must work for everyone.
+    if store.can_write(store.root()):
+        try:
+            shims.rehash(managed, static)
+        except store.StoreNotWritable:
+            pass
     found = discover.discover(static=static)
     try:
         cur = selection.current()
@@ -149,6 +155,8 @@ def _write_version_file(path: Path, value: str | None, unset: bool, force: bool,
             click.echo(f"removed {path}")
         except FileNotFoundError:
             click.echo(f"no {what} version set ({path} does not exist)")
+        except OSError as e:
+            _refused_write(path, e, what)
         return
     if value is None:
         _show_version_file(path, what)
@@ -167,11 +175,25 @@ def _write_version_file(path: Path, value: str | None, unset: bool, force: bool,
                 127,
             )
         resolved = None
-    store.write_atomic(path, spec.text + "\n")
+    try:
+        store.write_atomic(path, spec.text + "\n")
+    except OSError as e:
+        _refused_write(path, e, what)
     if resolved is None:
         click.echo(f"wrote {path}: {spec.text} (not installed yet: run 'cudaenv install {spec.text}')")
     else:
         click.echo(f"wrote {path}: {spec.text} -> {resolved.release} at {resolved.root}")
+
+
+def _refused_write(path: Path, err: OSError, what: str):
+    """One line for a version file that could not be written or removed."""
+    if not store.is_refused(err):
+        _fail(f"cannot write {path}: {err.strerror or err}")
+    message = str(store.refused(path, err))
+    if what == "global" and "CUDAENV_VERSION_FILE" not in os.environ:
+        # The usual case on a shared store: the user wants a default of their own.
+        message += "; or keep your own with CUDAENV_VERSION_FILE=~/.config/cudaenv/version"
+    _fail(message)
 
 
 @click.command(epilog="""\b
@@ -224,7 +246,7 @@ Examples:
 @click.option("--unset", is_flag=True, help="Remove the global version file.")
 @click.option("-f", "--force", is_flag=True, help="Write the version even if it is not installed.")
 def global_(version, unset, force):
-    """Select the default toolkit ($CUDAENV_ROOT/version)."""
+    """Select the default toolkit ($CUDAENV_VERSION_FILE or $CUDAENV_ROOT/version)."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
 
 
