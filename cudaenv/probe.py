@@ -307,14 +307,16 @@ def target_python(python: str | None, env) -> tuple[str | None, str]:
     return found, "PATH"
 
 
+# sys.path as the target interpreter has it (PYTHONPATH, .pth files and user site included),
+# in import order: the first distribution found is the one an import would load.
 _SITE_SNIPPET = (
     "import sys,sysconfig,json;p=sysconfig.get_paths();"
-    "print(json.dumps([p['purelib'],p['platlib']]+[x for x in sys.path if x.endswith(('site-packages','dist-packages'))]))"
+    "print(json.dumps([x for x in sys.path if x]+[p['purelib'],p['platlib']]))"
 )
 
 
 def site_packages(python: str, env) -> list[str]:
-    """The target interpreter's package directories: one short subprocess, no imports beyond sysconfig."""
+    """The target interpreter's import path: one short subprocess, no imports beyond sysconfig."""
     r = subprocess.run([python, "-c", _SITE_SNIPPET], capture_output=True, text=True, timeout=30, env=dict(env))
     if r.returncode != 0:
         raise OSError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
@@ -445,7 +447,15 @@ def torch_lookup(env, consumer: str = "torch") -> Lookup:
     return _lookup(consumer, d if os.path.isdir(d) else None, d)
 
 
-def cmake_lookup(env) -> Lookup:
+def _is_shim(path: str, env) -> bool:
+    from . import store
+
+    root = env.get("CUDAENV_ROOT")
+    shims = os.path.join(root, "shims") if root else str(store.shims_dir())
+    return os.path.realpath(os.path.dirname(path)) == os.path.realpath(shims)
+
+
+def cmake_lookup(env, selected_root: str | None = None) -> Lookup:
     """FindCUDAToolkit: the CUDA compiler (CUDACXX), CUDAToolkit_ROOT, CUDA_PATH, nvcc on PATH, /usr/local/cuda."""
     cxx = env.get("CUDACXX")
     if cxx:
@@ -454,6 +464,10 @@ def cmake_lookup(env) -> Lookup:
         if env.get(var):
             return _lookup("cmake", env[var], var)
     nvcc = which_nvcc(env)
+    if nvcc and selected_root and _is_shim(nvcc, env):
+        # CMake runs the compiler it finds (`nvcc -v`) and takes the toolkit root from its
+        # output, so a shim leads it to the toolkit the shim executes: the selection.
+        return _lookup("cmake", selected_root, "nvcc on PATH (cudaenv shim)")
     if nvcc:
         # CMake resolves symlinks of the nvcc it finds.
         return _lookup("cmake", os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "nvcc on PATH")
@@ -513,11 +527,11 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         driver = check_driver(driver)
     gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
     py = python_env(python, env)
-    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env)]
+    sel, sel_err = current_selection(env, cwd)
+    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel["root"] if sel else None)]
     tl = triton_lookup(env, py)
     if tl:
         lookups.append(tl)
-    sel, sel_err = current_selection(env, cwd)
     notes = []
     if py and py.error:
         notes.append(py.error)
