@@ -106,6 +106,11 @@ class Doctor:
         return bool(self.selected_release and rs.short(self.selected_release) == release and not self.p.selection_error
                     and _has_headers(self.selected_root))
 
+    def _is_managed(self, root: str | None) -> bool:
+        from . import store
+
+        return any(_real(str(t.root)) == _real(root) for t in store.managed_toolkits())
+
     def _installed(self, release: str) -> bool:
         from . import store
 
@@ -124,6 +129,11 @@ class Doctor:
             steps.append(f"cudaenv local {r}")
         elif _real(self.in_use) == _real(self.selected_root):
             return None
+        elif not self._is_managed(self.selected_root):
+            # A system toolkit is selected by default, and the hook leaves the environment alone
+            # for it: point the consumers at it directly.
+            root = self.selected_root
+            return f"export CUDA_HOME={root} CUDA_PATH={root} PATH={root}/bin:$PATH"
         if not self.hook_active:
             steps.append(self.hook)
         elif not steps:
@@ -346,10 +356,7 @@ class Doctor:
             self.add("libcuda-stub", "ok", f"no stub in {root}, but -lcuda finds the driver's {dev}")
             return
         r = rs.short(self.in_use_release)
-        from . import store
-
-        managed = any(_real(str(t.root)) == _real(root) for t in store.managed_toolkits())
-        fix = (f"cudaenv install {r} --force --source redist" if managed
+        fix = (f"cudaenv install {r} --force --source redist" if self._is_managed(root)
                else f"cudaenv install {r} --source redist && cudaenv local {r}")
         self.add("libcuda-stub", "warn", f"{root} has no lib64/stubs/libcuda.so and there is no driver libcuda.so",
                  f"{' and '.join(users)} JIT builds link -L$CUDA_HOME/lib64/stubs -lcuda and fail with "
@@ -415,7 +422,7 @@ class Doctor:
         elif self.stale:
             kinds = sorted({e.kind for e in self.stale})
             self.add("jit-caches", "warn", f"{len(self.stale)} stale JIT cache entr{'y' if len(self.stale) == 1 else 'ies'} ({', '.join(kinds)})",
-                     "; ".join(f"{e.path}: {e.reason}" for e in self.stale[:3]), "cudaenv doctor --fix")
+                     "; ".join(f"{e.path}: {e.reason}" for e in self.stale[:3]), "cudaenv doctor --fix --yes --quiet")
         else:
             self.add("jit-caches", "ok", f"no stale JIT caches ({len(entries)} entries checked)")
 
@@ -443,7 +450,9 @@ class Doctor:
         tk = self.toolkit_fix()
         if tk and self.hook not in tk and "cudaenv local " in tk and not self.hook_active:
             tk = f"{tk} && {self.hook}"
-        top = fixes.get("cuda-home") or (tk if tk in errors else errors[0] if errors else next(iter(fixes.values())))
+        # torch-arch's fix installs another torch *and* switches toolkits: it covers the switch.
+        top = fixes.get("cuda-home") or fixes.get("torch-arch") or (
+            tk if tk in errors else errors[0] if errors else next(iter(fixes.values())))
         cache = fixes.get("jit-caches", "")
         if cache.endswith("# after switching") and top != cache and "cudaenv local " in top:
             top = f"{top} && {cache.split('  #')[0]}"

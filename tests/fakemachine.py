@@ -22,6 +22,14 @@ from pathlib import Path
 from toolkits import base_env, component_for, make_toolkit, managed
 
 
+def real_ptxas(root: Path, release: str):
+    """bin/ptxas answering --version with the real banner (Triton and doctor ask it)."""
+    short = ".".join(release.split(".")[:2])
+    ptxas = Path(root) / "bin" / "ptxas"
+    ptxas.write_text(f"#!/bin/sh\ncat <<'EOF'\n{PTXAS_BANNER.format(short=short, component=component_for(release))}EOF\n")
+    ptxas.chmod(0o755)
+
+
 def add_stub(root: Path):
     """lib64/stubs/libcuda.so as NVIDIA's redist toolkits ship it (what -lcuda links)."""
     stubs = Path(root) / "lib64" / "stubs"
@@ -136,6 +144,7 @@ class Machine:
 
     def system_toolkit(self, release: str, stubs: bool = True) -> Path:
         root = make_toolkit(self.tmp / "sys" / f"cuda-{'.'.join(release.split('.')[:2])}", release)
+        real_ptxas(root, release)
         if stubs:
             add_stub(root)
         self.toolkits[f"system:{release}"] = root
@@ -143,6 +152,7 @@ class Machine:
 
     def managed_toolkit(self, release: str, stubs: bool = True) -> Path:
         root = managed(self.root, release)
+        real_ptxas(root, release)
         if stubs:
             add_stub(root)
         self.toolkits[f"managed:{release}"] = root
@@ -245,6 +255,7 @@ def _fake_main(argv: list[str]) -> int:
         minor = next(a for a in args[1:] if re.fullmatch(r"\d+\.\d+", a))
         release = NEWEST_PATCH.get(minor, f"{minor}.0")
         root = managed(Path(machine["root"]), release)
+        real_ptxas(root, release)
         add_stub(root)
         print(f"installed CUDA {release} at {root}")
         return subprocess.run([sys.executable, "-m", "cudaenv", "rehash"]).returncode
@@ -287,7 +298,8 @@ def doctor_rounds(m: Machine, env: dict, *, hook: bool = False, setup=(), max_ro
         # Toolkits the test put in the store are indexed as `cudaenv install` would leave them.
         script = ["set -e", f"cd {shlex.quote(str(m.proj))}", "cudaenv rehash >/dev/null"]
         for line in lines:
-            script += [line, "if type _cudaenv_prompt >/dev/null 2>&1; then _cudaenv_prompt; fi"]
+            # doctor's own exit status reports the checks it did not fix; only 64 is a bad command.
+            script += [line if not line.startswith("cudaenv doctor") else f"{line} || [ $? -lt 64 ]", "if type _cudaenv_prompt >/dev/null 2>&1; then _cudaenv_prompt; fi"]
         script.append(f"{sys.executable} -m cudaenv doctor --json --python {shlex.quote(m.python)} || true")
         r = subprocess.run(["bash", "--norc", "--noprofile", "-c", "\n".join(script)], capture_output=True,
                            text=True, env=env, cwd=m.proj)

@@ -143,7 +143,7 @@ def test_stale_jit_caches(tmp_path):
     te = m.torch_ext_cache(m.cuda128)
     rounds = doctor_rounds(m, m.env(), hook=True)
     assert checks(rounds[0])["jit-caches"]["status"] == "warn"
-    assert rounds[0].fix == "cudaenv doctor --fix"
+    assert rounds[0].fix == "cudaenv doctor --fix --yes --quiet"
     ends_clean(rounds)
     assert not fi.exists() and not te.exists()
 
@@ -157,4 +157,108 @@ def test_cudacxx_elsewhere(tmp_path):
     env = m.env(path_first=[tk / "bin"], CUDA_HOME=str(tk), CUDACXX=str(other / "bin" / "nvcc"))
     rounds = doctor_rounds(m, env)
     assert checks(rounds[0])["cmake-finds"]["status"] == "warn"
+    ends_clean(rounds)
+
+
+def test_driver_too_old_for_torch_build(tmp_path):
+    """torch cu130 on driver 550: no toolkit helps; torch itself cannot start."""
+    m = Machine(tmp_path, gpus="h100x2", driver="550.54.15", torch="2.9.0+cu130")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    first = checks(rounds[0])
+    assert first["driver-torch"]["status"] == "error"
+    assert "cannot run torch's own CUDA 13.0 build" in first["driver-torch"]["verdict"]
+    assert rounds[0].fix == "install NVIDIA driver >= 580.65.06"
+    ends_clean(rounds)
+
+
+def test_torch_cu121_on_driver_520_is_not_sent_to_11_8(tmp_path):
+    """Wrong major: torch cu121 on driver 520 must not get `cudaenv install 11.8`."""
+    m = Machine(tmp_path, gpus="h100x2", driver="520.61.05", torch="2.5.1+cu121")
+    old = m.system_toolkit("11.8.0")
+    rounds = doctor_rounds(m, m.env(path_first=[old / "bin"]))
+    assert "cudaenv install 11.8" not in (rounds[0].fix or "")
+    assert rounds[0].fix.startswith("install NVIDIA driver >= ")
+    assert checks(rounds[0])["driver-torch"]["status"] == "error"
+    ends_clean(rounds)
+
+
+def test_blackwell_on_driver_560(tmp_path):
+    """Driver 560 predates Blackwell (R570): an error, not a PTX warning."""
+    m = Machine(tmp_path, driver="560.35.03", torch=None)
+    tk = m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    first = checks(rounds[0])
+    assert first["driver-gpu"]["status"] == "error" and "sm_120" in first["driver-gpu"]["verdict"]
+    assert rounds[0].fix == "install NVIDIA driver >= 570.26"
+    assert tk.exists()
+    ends_clean(rounds)
+
+
+def test_conda_cuda_nvcc_without_cuda_home(tmp_path):
+    """conda's cuda-nvcc: nvcc on PATH, headers only under targets/x86_64-linux/include, no CUDA_HOME."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    prefix = m.conda_toolkit("12.8.1")
+    rounds = doctor_rounds(m, m.env(path_first=[prefix / "bin"], CONDA_PREFIX=str(prefix)))
+    first = checks(rounds[0])
+    assert first["toolkit-headers"]["status"] == "error"
+    assert "targets/x86_64-linux/include" in first["toolkit-headers"]["explanation"]
+    assert rounds[0].fix == f"cudaenv install 12.8 && cudaenv local 12.8 && {HOOK}"
+    ends_clean(rounds)
+
+
+def test_nvcc_wrapper_without_headers(tmp_path):
+    """An nvcc wrapper script on PATH: torch derives CUDA_HOME from its directory, which has no include/."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    real = m.system_toolkit("12.8.1")
+    wrap = m.wrapper_nvcc(real)
+    rounds = doctor_rounds(m, m.env(path_first=[wrap / "bin"]))
+    first = checks(rounds[0])
+    assert first["toolkit-headers"]["status"] == "error" and str(wrap) in first["toolkit-headers"]["verdict"]
+    ends_clean(rounds)
+
+
+def test_mixed_h100_and_rtx5090(tmp_path):
+    """H100 + RTX 5090 with torch cu126: torch lacks sm_120, and 12.6 cannot target it."""
+    m = Machine(tmp_path, gpus="mixed", torch="2.8.0+cu126")
+    tk = m.system_toolkit("12.6.0")
+    rounds = doctor_rounds(m, m.env(path_first=[tk / "bin"]))
+    first = checks(rounds[0])
+    assert first["torch-arch"]["status"] == "error"
+    assert "pip install 'torch==2.8.*' --index-url https://download.pytorch.org/whl/cu128" in rounds[0].fix
+    ends_clean(rounds)
+
+
+def test_torch_arch_fix_names_another_torch_version(tmp_path):
+    """torch 2.6 has no build with sm_120 kernels: the fix names a torch version that has one."""
+    m = Machine(tmp_path, torch="2.6.0+cu126")
+    tk = m.system_toolkit("12.6.0")
+    rounds = doctor_rounds(m, m.env(path_first=[tk / "bin"]))
+    fix = checks(rounds[0])["torch-arch"]["fix"]
+    assert fix and "pip install 'torch==2." in fix and "cu128" in fix and "cudaenv local 12.8" in fix
+    ends_clean(rounds)
+
+
+def test_v100_with_torch_cu130(tmp_path):
+    """V100 (sm_70) with torch cu130: only a 12.x torch and toolkit fit; the fix selects 12.8 too."""
+    m = Machine(tmp_path, gpus="v100", torch="2.9.0+cu130")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    fix = rounds[0].fix
+    assert "pip install 'torch==2.9.*' --index-url https://download.pytorch.org/whl/cu128" in fix
+    assert "cudaenv local 12.8" in fix
+    ends_clean(rounds)
+
+
+def test_cuda_home_and_cuda_path_disagree(tmp_path):
+    m = Machine(tmp_path, gpus="h100x2", torch="2.9.0+cu130")
+    a = m.system_toolkit("12.8.1")
+    b = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(CUDA_HOME=str(a), CUDA_PATH=str(b)))
+    first = checks(rounds[0])
+    assert first["env-agree"]["status"] == "warn" and first["torch-toolkit"]["status"] == "error"
     ends_clean(rounds)
