@@ -296,7 +296,7 @@ def normalize_torch_cuda(value: str) -> str:
     if major(v) <= major(releases()[-1]) and v not in releases() and variant_of(v) not in known_variants():
         builds = ", ".join(sorted(known_variants(), key=lambda b: key(variant_release(b))))
         raise ValueError(f"invalid --torch-cuda {value!r}: there is no CUDA {v} toolkit and no torch {variant_of(v)} "
-                         f"build; torch builds are {builds}")
+                         f"build; allowed are the torch builds {builds} (or their X.Y)")
     return v
 
 
