@@ -11,7 +11,9 @@ ok / warnings / errors. JSON schema "cudaenv.doctor/1" (docs/api.md):
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from . import jitcache
@@ -67,11 +69,24 @@ class Doctor:
         self.selected_release = sel.get("release")
         py = p.python
         self.torch_version = py.version("torch") if py else None
-        self.flashinfer = py.version("flashinfer") if py else None
-        # The toolkit that builds things: where torch looks when torch is there, else the selection.
+        self.flashinfer = p.flashinfer
+        shell = os.path.basename(env.get("SHELL", "") or "bash")
+        self.hook = "cudaenv init - fish | source" if shell == "fish" else \
+            f'eval "$(cudaenv init - {shell if shell == "zsh" else "bash"})"'
+        # The hook (and `cudaenv exec`) export CUDAENV_PATH_ENTRY when they apply a selection, and
+        # `cudaenv init` puts the shims on PATH; without either, `cudaenv local` changes nothing
+        # a running consumer sees.
+        from . import store
+
+        shims = os.path.join(env["CUDAENV_ROOT"], "shims") if env.get("CUDAENV_ROOT") else str(store.shims_dir())
+        self.hook_active = bool(env.get("CUDAENV_PATH_ENTRY")) or shims in env.get("PATH", "").split(":")
+        # The toolkit that builds things: where torch looks when torch is there (even when
+        # that is nowhere), else the selection.
         torch_l = p.lookup("torch")
-        if self.torch_version and torch_l and torch_l.path:
-            self.in_use, self.in_use_release, self.in_use_via = torch_l.path, torch_l.release, f"torch's lookup ({torch_l.via})"
+        if self.torch_version and p.torch_cuda:
+            self.in_use = torch_l.path if torch_l else None
+            self.in_use_release = torch_l.release if torch_l else None
+            self.in_use_via = f"torch's lookup ({torch_l.via})" if torch_l else "torch's lookup"
         elif self.selected_root:
             self.in_use, self.in_use_release, self.in_use_via = self.selected_root, self.selected_release, "cudaenv's selection"
         else:
@@ -81,16 +96,59 @@ class Doctor:
         self.recommended = self.resolution.recommended
 
     def add(self, id, status, verdict, explanation="", fix=None):
+        if fix and "cudaenv local " in fix and not self.hook_active and self.hook not in fix:
+            # A new selection reaches this shell's consumers only through the hook.
+            fix = f"{fix} && {self.hook}"
         self.checks.append(Check(id, status, verdict, explanation, fix if status != "ok" else None))
 
+    def _selection_serves(self, release: str) -> bool:
+        """The selection is `release` and is a whole toolkit (headers included)."""
+        return bool(self.selected_release and rs.short(self.selected_release) == release and not self.p.selection_error
+                    and _has_headers(self.selected_root))
+
+    def _is_managed(self, root: str | None) -> bool:
+        from . import store
+
+        return any(_real(str(t.root)) == _real(root) for t in store.managed_toolkits())
+
+    def _installed(self, release: str) -> bool:
+        from . import store
+
+        return any(rs.short(t.release) == release and _has_headers(str(t.root)) for t in store.managed_toolkits())
+
     def toolkit_fix(self) -> str | None:
+        """What makes consumers here use the recommended release: install and select it when
+        needed, then apply the selection to this shell."""
         r = self.recommended
         if not r:
             return None
-        from . import store
+        steps = []
+        if not self._selection_serves(r):
+            if not self._installed(r):
+                steps.append(f"cudaenv install {r}")
+            steps.append(f"cudaenv local {r}")
+        elif _real(self.in_use) == _real(self.selected_root):
+            return None
+        elif not self._is_managed(self.selected_root):
+            # A system toolkit is selected by default, and the hook leaves the environment alone
+            # for it: point the consumers at it directly.
+            root = self.selected_root
+            return f"export CUDA_HOME={root} CUDA_PATH={root} PATH={root}/bin:$PATH"
+        if not self.hook_active:
+            steps.append(self.hook)
+        elif not steps:
+            # The hook ran, but something set the variables again after it: point them back.
+            steps.append(f"export CUDA_HOME={self.selected_root} CUDA_PATH={self.selected_root}")
+        return " && ".join(steps)
 
-        installed = any(rs.short(t.release) == r for t in store.managed_toolkits())
-        return f"cudaenv local {r}" if installed else f"cudaenv install {r} && cudaenv local {r}"
+    def env_fix(self, var: str) -> str | None:
+        """A broken CUDA_HOME/CUDA_PATH: point it at the selection when that is the right toolkit,
+        else drop it and switch toolkits (exporting the selection would send the user back to it)."""
+        r = self.recommended
+        if self.selected_root and _has_headers(self.selected_root) and (r is None or self._selection_serves(r)):
+            return f"export {var}={self.selected_root}"
+        tk = self.toolkit_fix()
+        return f"unset {var} && {tk}" if tk else f"unset {var}"
 
     # --- checks ---------------------------------------------------------------------------
 
@@ -115,8 +173,9 @@ class Doctor:
                 bad.append((var, v, "has no bin/nvcc"))
         if bad:
             var, v, why = bad[0]
-            target = self.selected_root
-            fix = f"export {var}={target}" if target else f"unset {var}"
+            fix = self.env_fix(var)
+            if len(bad) > 1:
+                fix = f"unset {bad[1][0]} && {fix}"
             self.add("cuda-home", "error", f"{var}={v} {why}",
                      "torch and FlashInfer take CUDA_HOME/CUDA_PATH as set without checking it, so every JIT "
                      "build fails (DeepSpeed: \"CUDA_HOME does not exist, unable to compile CUDA op(s)\").", fix)
@@ -132,9 +191,11 @@ class Doctor:
             seen["nvcc on PATH"] = _real(os.path.dirname(os.path.dirname(_real(self.p.nvcc_on_path))))
         if len(set(seen.values())) > 1:
             detail = ", ".join(f"{k} -> {v}" for k, v in seen.items())
+            target = self.selected_root if self.recommended is None or self._selection_serves(self.recommended) else None
+            fix = (f"export CUDA_HOME={target} CUDA_PATH={target} PATH={target}/bin:$PATH" if target
+                   else self.toolkit_fix())
             self.add("env-agree", "warn", "CUDA_HOME, CUDA_PATH and nvcc on PATH disagree",
-                     f"{detail}. torch uses CUDA_HOME first, cuda-pathfinder CUDA_PATH, CMake the nvcc it finds.",
-                     'eval "$(cudaenv init - bash)"  # or: cudaenv exec -- <command>')
+                     f"{detail}. torch uses CUDA_HOME first, cuda-pathfinder CUDA_PATH, CMake the nvcc it finds.", fix)
         else:
             self.add("env-agree", "ok", "CUDA_HOME, CUDA_PATH and nvcc on PATH agree")
 
@@ -144,15 +205,15 @@ class Doctor:
         for l in self.p.lookups:
             if l.consumer == "triton-ptxas" or (l.consumer in ("torch", "flashinfer") and not self._has(l.consumer)):
                 continue
+            apply = self.hook if not self.hook_active else f"export CUDA_HOME={self.selected_root}"
             if l.path is None:
                 self.add(f"{l.consumer}-finds", "warn", f"{l.consumer} would find no toolkit",
-                         f"it looks at {', '.join(load('consumers.json')[_data_key(l.consumer)]['lookup'])}.",
-                         'eval "$(cudaenv init - bash)"')
+                         f"it looks at {', '.join(load('consumers.json')[_data_key(l.consumer)]['lookup'])}.", apply)
             elif _real(l.path) != _real(self.selected_root):
                 self.add(f"{l.consumer}-finds", "warn",
                          f"{l.consumer} would use {l.path} ({l.release or 'no toolkit'}, via {l.via}), not the selected {self.selected_release}",
-                         f"cudaenv selects {self.selected_root}, but this shell does not apply it.",
-                         'eval "$(cudaenv init - bash)"  # or: cudaenv exec -- <command>')
+                         f"cudaenv selects {self.selected_root}, but this shell does not apply it "
+                         "(or `cudaenv exec -- <command>`).", apply)
             else:
                 self.add(f"{l.consumer}-finds", "ok", f"{l.consumer} finds the selected toolkit ({l.release}, via {l.via})")
 
@@ -168,12 +229,17 @@ class Doctor:
         if not rel:
             l = self.p.lookup("torch")
             if l and l.path and l.via in ("CUDA_HOME", "CUDA_PATH"):
-                fix = f"export {l.via}={self.selected_root}" if self.selected_root else f"unset {l.via}"
                 self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but its {l.via}={l.path} has no nvcc",
-                         "torch.utils.cpp_extension needs nvcc to build extensions.", fix)
-            else:
-                self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but finds no toolkit",
+                         "torch.utils.cpp_extension needs nvcc to build extensions.", self.env_fix(l.via))
+            elif l and l.path:
+                self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but its toolkit {l.path} ({l.via}) has no nvcc",
                          "torch.utils.cpp_extension needs nvcc to build extensions.", self.toolkit_fix())
+            else:
+                tried = ", ".join(load("consumers.json")["torch_cpp_extension"]["lookup"])
+                self.add("torch-toolkit", "error", f"torch is built with CUDA {tc} but would find no toolkit",
+                         f"it looks at {tried} and finds none of them, whatever cudaenv selects; building an "
+                         "extension fails (\"CUDA_HOME environment variable is not set\").",
+                         self.toolkit_fix() or (self.hook if self.selected_root and not self.hook_active else None))
             return
         text = load("consumers.json")["torch_cpp_extension"]["error_text"].format(found=rs.short(rel), torch=tc)
         if rs.major(rel) != rs.major(tc):
@@ -238,23 +304,91 @@ class Doctor:
                 return f"export TRITON_PTXAS_PATH={os.path.join(root, 'bin', 'ptxas')}"
         return self.toolkit_fix()
 
-    def check_pip_headers(self):
+    def check_headers(self):
+        """The headers next to the nvcc in use: consumers add $CUDA_HOME/include and nothing else
+        (neither torch's nor FlashInfer's build line names pip's nvidia/*/include)."""
+        root, rel = self.in_use, self.in_use_release
+        if not root or not rel:
+            return
+        if not _has_headers(root):
+            conda = sorted(glob.glob(os.path.join(root, "targets", "*", "include", "cuda_runtime.h")))
+            where = (f"its headers are under {os.path.dirname(conda[0])} (conda's layout), which torch and FlashInfer "
+                     "do not search" if conda else
+                     f"{root} holds an nvcc but no headers (a wrapper script's directory?)")
+            self.add("toolkit-headers", "error", f"{root}/include/cuda_runtime.h is missing ({self.in_use_via})",
+                     f"{where}; builds add only $CUDA_HOME/include and fail with \"cuda_runtime.h: No such file or "
+                     "directory\". Use a complete toolkit.", self._complete_toolkit_fix())
+            return
+        hv = _header_release(root)
+        if hv and hv != rs.short(rel):
+            self.add("toolkit-headers", "error", f"{root} mixes CUDA {hv} headers with nvcc {rel}",
+                     "nvcc rejects headers of another release (\"CUDA compiler and toolkit headers are incompatible\").",
+                     self._complete_toolkit_fix())
+        else:
+            self.add("toolkit-headers", "ok", f"{root} has headers matching nvcc {rel}")
+
+    def _complete_toolkit_fix(self):
+        r = self.recommended or (rs.short(self.in_use_release) if self.in_use_release else None)
+        if not r:
+            return None
+        if self._selection_serves(r) and _real(self.selected_root) != _real(self.in_use):
+            return self.toolkit_fix()
+        steps = ([] if self._installed(r) else [f"cudaenv install {r}"]) + [f"cudaenv local {r}"]
+        return " && ".join(steps)
+
+    def check_libcuda_stub(self):
+        """FlashInfer's and SGLang's JIT link `-L$CUDA_HOME/lib64/stubs -lcuda`; without the stub
+        that needs the driver's development link libcuda.so, which build machines often lack."""
         py = self.p.python
-        h = py.pip_cuda_headers if py else None
-        if not h or not self.in_use_release:
+        users = [n for n in ("flashinfer", "sglang") if (n == "flashinfer" and self.flashinfer) or (py and py.version(n))]
+        root = self.in_use
+        if not users or not root or not self.in_use_release:
             return
-        rel = rs.short(self.in_use_release)
-        if h["version"] == rel:
-            self.add("pip-headers", "ok", f"pip's CUDA headers ({h['version']}) match nvcc {rel}")
+        if self.recommended and rs.short(self.in_use_release) != self.recommended:
+            return  # the switch replaces this toolkit; the next run judges the new one
+        stub = next((os.path.join(root, d, "stubs", "libcuda.so") for d in ("lib64", "lib")
+                     if os.path.exists(os.path.join(root, d, "stubs", "libcuda.so"))), None)
+        if stub:
+            self.add("libcuda-stub", "ok", f"{stub} is there for -lcuda")
             return
-        status = "error" if rs.major(h["version"]) != rs.major(rel) else "warn"
-        self.add("pip-headers", status, f"pip's CUDA {h['version']} headers ({h['include']}) disagree with nvcc {rel}",
-                 "torch and FlashInfer add the pip include directory; mixing headers and nvcc of different "
-                 "releases breaks builds.", f"cudaenv install {h['version']} && cudaenv local {h['version']}")
+        dev = _driver_dev_link(self.env)
+        if dev:
+            self.add("libcuda-stub", "ok", f"no stub in {root}, but -lcuda finds the driver's {dev}")
+            return
+        r = rs.short(self.in_use_release)
+        fix = (f"cudaenv install {r} --force --source redist" if self._is_managed(root)
+               else f"cudaenv install {r} --source redist && cudaenv local {r}")
+        self.add("libcuda-stub", "warn", f"{root} has no lib64/stubs/libcuda.so and there is no driver libcuda.so",
+                 f"{' and '.join(users)} JIT builds link -L$CUDA_HOME/lib64/stubs -lcuda and fail with "
+                 "\"ld: cannot find -lcuda\". NVIDIA's redist toolkits ship the stub.", fix)
 
     def check_driver(self):
-        d, rel = self.p.driver, self.in_use_release
-        if not d or not rel:
+        d = self.p.driver
+        if not d:
+            return
+        for g in self.p.gpus:
+            window = rs.arch_window(g.sm)
+            need = rs.min_driver(window[0]) if window else None
+            if need and rs.key(d) < rs.key(need):
+                self.add("driver-gpu", "error", f"driver {d} predates {g.name} ({g.sm})",
+                         f"{g.sm} GPUs need a driver of the branch that introduced them, >= {need} (CUDA {window[0]}); "
+                         "an older one does not see the GPU at all, so this is not a PTX question.",
+                         f"install NVIDIA driver >= {need}")
+                break
+        tc = self.p.torch_cuda
+        if tc and self.torch_version:
+            majors = rs.compat_majors(d)
+            floor = load("drivers.json")["minor_version_compat_min"].get(str(rs.major(tc)))
+            if rs.major(tc) not in majors:
+                need = floor or rs.min_driver(tc)
+                self.add("driver-torch", "error", f"driver {d} cannot run torch's own CUDA {tc} build",
+                         f"torch {self.torch_version} ships CUDA {tc} libraries; CUDA {rs.major(tc)}.x needs driver "
+                         f">= {floor}, whatever toolkit is installed (torch.cuda.is_available() is False).",
+                         f"install NVIDIA driver >= {need}" if need else None)
+            else:
+                self.add("driver-torch", "ok", f"driver {d} runs torch's CUDA {tc} build")
+        rel = self.in_use_release
+        if not rel:
             return
         majors = rs.compat_majors(d)
         dcv = rs.driver_cuda_version(d)
@@ -276,10 +410,19 @@ class Doctor:
         ptxas_rel = rs.short(tl.release) if tl and tl.release else None
         entries = jitcache.scan(self.in_use_release, ptxas_rel, self.env)
         self.stale = [e for e in entries if e.stale]
-        if self.stale:
+        switching = self.in_use_release and self.recommended and rs.short(self.in_use_release) != self.recommended
+        doomed = [e for e in entries if not e.stale and e.release and switching
+                  and e.release == rs.short(self.in_use_release)]
+        if doomed and not self.stale:
+            # Switching toolkits makes these stale: say so now, not on the run after the switch.
+            old = rs.short(self.in_use_release)
+            self.add("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
+                     f"{old} must be cleared after switching to {self.recommended}",
+                     "; ".join(e.path for e in doomed[:3]), f"cudaenv doctor --fix --yes --quiet  # after switching")
+        elif self.stale:
             kinds = sorted({e.kind for e in self.stale})
             self.add("jit-caches", "warn", f"{len(self.stale)} stale JIT cache entr{'y' if len(self.stale) == 1 else 'ies'} ({', '.join(kinds)})",
-                     "; ".join(f"{e.path}: {e.reason}" for e in self.stale[:3]), "cudaenv doctor --fix")
+                     "; ".join(f"{e.path}: {e.reason}" for e in self.stale[:3]), "cudaenv doctor --fix --yes --quiet")
         else:
             self.add("jit-caches", "ok", f"no stale JIT caches ({len(entries)} entries checked)")
 
@@ -287,14 +430,58 @@ class Doctor:
         self.stale = []
         for check in (self.check_selection, self.check_env_paths, self.check_env_agree, self.check_consumers,
                       self.check_torch, self.check_gpu_targets, self.check_torch_arch, self.check_flashinfer,
-                      self.check_triton, self.check_pip_headers, self.check_driver, self.check_caches):
+                      self.check_triton, self.check_headers, self.check_libcuda_stub, self.check_driver,
+                      self.check_caches):
             check()
-        # One command to print last: a broken CUDA_HOME first (nothing else works until it is
-        # fixed), then switching toolkits, then whatever the first error says.
-        errors = {c.id: c.fix for c in self.checks if c.status == "error" and c.fix}
+        return Report(self.checks, self.p, self.recommended, self.top_fix(), self.stale)
+
+    def top_fix(self) -> str | None:
+        """One command to print last: a broken CUDA_HOME first (nothing else works until it is
+        fixed, and its fix switches toolkits too when needed), then switching toolkits, then the
+        first error's fix, then the first warning's; caches a switch makes stale are cleared after it."""
+        fixes = {}
+        for status in ("error", "warn"):
+            for c in self.checks:
+                if c.status == status and c.fix:
+                    fixes.setdefault(c.id, c.fix)
+        if not fixes:
+            return None
+        errors = [c.fix for c in self.checks if c.status == "error" and c.fix]
         tk = self.toolkit_fix()
-        top = errors.get("cuda-home") or (tk if tk in errors.values() else next(iter(errors.values()), None))
-        return Report(self.checks, self.p, self.recommended, top, self.stale)
+        if tk and self.hook not in tk and "cudaenv local " in tk and not self.hook_active:
+            tk = f"{tk} && {self.hook}"
+        # torch-arch's fix installs another torch *and* switches toolkits: it covers the switch.
+        top = fixes.get("cuda-home") or fixes.get("torch-arch") or (
+            tk if tk in errors else errors[0] if errors else next(iter(fixes.values())))
+        cache = fixes.get("jit-caches", "")
+        if cache.endswith("# after switching") and top != cache and "cudaenv local " in top:
+            top = f"{top} && {cache.split('  #')[0]}"
+        return top
+
+
+def _has_headers(root: str | None) -> bool:
+    return bool(root) and os.path.isfile(os.path.join(root, "include", "cuda_runtime.h"))
+
+
+def _header_release(root: str) -> str | None:
+    """CUDART_VERSION of root/include/cuda_runtime_api.h as "13.0", when the header says."""
+    try:
+        with open(os.path.join(root, "include", "cuda_runtime_api.h"), errors="replace") as f:
+            m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", f.read(262144))
+    except OSError:
+        return None
+    return f"{int(m.group(1)) // 1000}.{int(m.group(1)) % 1000 // 10}" if m else None
+
+
+# Where the linker finds the driver's libcuda.so development link (what `-lcuda` needs when
+# a toolkit has no stub); CUDAENV_LIBCUDA_DIRS replaces the system list (tests).
+_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+
+
+def _driver_dev_link(env) -> str | None:
+    dirs = [d for d in env.get("LIBRARY_PATH", "").split(":") if d]
+    dirs += env["CUDAENV_LIBCUDA_DIRS"].split(":") if "CUDAENV_LIBCUDA_DIRS" in env else list(_LIB_DIRS)
+    return next((os.path.join(d, "libcuda.so") for d in dirs if d and os.path.exists(os.path.join(d, "libcuda.so"))), None)
 
 
 def _data_key(consumer: str) -> str:
@@ -314,7 +501,8 @@ def render(report: Report) -> str:
     n_err = sum(c.status == "error" for c in report.checks)
     n_warn = sum(c.status == "warn" for c in report.checks)
     p = report.probe
-    gpus = ", ".join(f"{g.name} ({g.sm})" for g in p.gpus) or f"none ({p.gpu_source})"
+    gpus = ", ".join(f"{g.name} ({g.sm})" for g in p.gpus) or (
+        f"no NVIDIA GPU or driver found ({'; '.join(p.gpu_tried)})" if p.gpu_tried else f"none ({p.gpu_source})")
     head = "all checks passed" if not (n_err or n_warn) else f"{n_err} error{'s' * (n_err != 1)}, {n_warn} warning{'s' * (n_warn != 1)}"
     lines = [f"cudaenv doctor: {head}",
              f"  GPUs: {gpus}; driver: {p.driver or 'none'}; python: {p.python.executable if p.python else 'none'}"

@@ -43,7 +43,6 @@ WATCHED = {  # distribution names (normalised) -> what we report them as
 _SM_RE = re.compile(r"sm_(\d+)([af]?)\Z")
 _CC_RE = re.compile(r"(\d+)\.(\d+)\Z")
 _DRIVER_RE = re.compile(r"\d+\.\d+(?:\.\d+)?\Z")
-_MINOR_RE = re.compile(r"\d+\.\d+\Z")
 
 
 class ProbeInputError(ValueError):
@@ -110,6 +109,8 @@ class Probe:
     selection_error: str | None
     torch_cuda: str | None  # the probe's or --torch-cuda's
     notes: list[str] = field(default_factory=list)
+    flashinfer: str | None = None  # the installed FlashInfer's version, or --flashinfer's
+    gpu_tried: list[str] = field(default_factory=list)  # how GPUs were looked for, when none was found
 
     @property
     def archs(self) -> list[str]:
@@ -140,9 +141,22 @@ def normalize_arch(value: str) -> str:
     raise ProbeInputError(f"invalid --arch {value!r}: allowed are sm_XY[a|f] (e.g. sm_120, sm_90a) or a compute capability such as 12.0")
 
 
-def check_minor(value: str, what: str) -> str:
-    if not _MINOR_RE.match(value.strip()):
-        raise ProbeInputError(f"invalid {what} {value!r}: allowed is MAJOR.MINOR such as 13.0")
+def check_torch_cuda(value: str) -> str:
+    from .resolve import normalize_torch_cuda
+
+    try:
+        return normalize_torch_cuda(value)
+    except ValueError as e:
+        raise ProbeInputError(str(e)) from None
+
+
+def check_flashinfer(value: str) -> str:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(value.strip())
+    except InvalidVersion:
+        raise ProbeInputError(f"invalid --flashinfer {value!r}: allowed is a FlashInfer version such as 0.7.4") from None
     return value.strip()
 
 
@@ -242,6 +256,18 @@ def proc_driver_version(env) -> str | None:
     return m.group(1) if m else None
 
 
+def gpu_tried(env) -> list[str]:
+    """How GPU detection was tried, for the report when it found nothing."""
+    import importlib.util
+
+    smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
+    nvml = importlib.util.find_spec("pynvml") is not None
+    proc = env.get("CUDAENV_PROC_DRIVER_VERSION", PROC_DRIVER)
+    return [f"nvidia-smi {'found no GPU (' + smi + ')' if smi else 'not on PATH'}",
+            f"NVML {'found no GPU' if nvml else 'not available (nvidia-ml-py not installed)'}",
+            f"{proc} {'names no driver' if os.path.exists(proc) else 'missing (no NVIDIA kernel module loaded)'}"]
+
+
 def gpus_and_driver(env, archs=(), driver=None, no_gpu=False):
     """(gpus, gpu_source, driver, driver_source), planning overrides first."""
     if archs:
@@ -281,14 +307,16 @@ def target_python(python: str | None, env) -> tuple[str | None, str]:
     return found, "PATH"
 
 
+# sys.path as the target interpreter has it (PYTHONPATH, .pth files and user site included),
+# in import order: the first distribution found is the one an import would load.
 _SITE_SNIPPET = (
     "import sys,sysconfig,json;p=sysconfig.get_paths();"
-    "print(json.dumps([p['purelib'],p['platlib']]+[x for x in sys.path if x.endswith(('site-packages','dist-packages'))]))"
+    "print(json.dumps([x for x in sys.path if x]+[p['purelib'],p['platlib']]))"
 )
 
 
 def site_packages(python: str, env) -> list[str]:
-    """The target interpreter's package directories: one short subprocess, no imports beyond sysconfig."""
+    """The target interpreter's import path: one short subprocess, no imports beyond sysconfig."""
     r = subprocess.run([python, "-c", _SITE_SNIPPET], capture_output=True, text=True, timeout=30, env=dict(env))
     if r.returncode != 0:
         raise OSError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
@@ -419,7 +447,15 @@ def torch_lookup(env, consumer: str = "torch") -> Lookup:
     return _lookup(consumer, d if os.path.isdir(d) else None, d)
 
 
-def cmake_lookup(env) -> Lookup:
+def _is_shim(path: str, env) -> bool:
+    from . import store
+
+    root = env.get("CUDAENV_ROOT")
+    shims = os.path.join(root, "shims") if root else str(store.shims_dir())
+    return os.path.realpath(os.path.dirname(path)) == os.path.realpath(shims)
+
+
+def cmake_lookup(env, selected_root: str | None = None) -> Lookup:
     """FindCUDAToolkit: the CUDA compiler (CUDACXX), CUDAToolkit_ROOT, CUDA_PATH, nvcc on PATH, /usr/local/cuda."""
     cxx = env.get("CUDACXX")
     if cxx:
@@ -428,6 +464,10 @@ def cmake_lookup(env) -> Lookup:
         if env.get(var):
             return _lookup("cmake", env[var], var)
     nvcc = which_nvcc(env)
+    if nvcc and selected_root and _is_shim(nvcc, env):
+        # CMake runs the compiler it finds (`nvcc -v`) and takes the toolkit root from its
+        # output, so a shim leads it to the toolkit the shim executes: the selection.
+        return _lookup("cmake", selected_root, "nvcc on PATH (cudaenv shim)")
     if nvcc:
         # CMake resolves symlinks of the nvcc it finds.
         return _lookup("cmake", os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "nvcc on PATH")
@@ -475,21 +515,23 @@ def current_selection(env, cwd=None) -> tuple[dict | None, str | None]:
 
 
 def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, driver: str | None = None,
-          no_gpu: bool = False, env=None, cwd=None) -> Probe:
+          no_gpu: bool = False, env=None, cwd=None, flashinfer: str | None = None) -> Probe:
     """Everything the resolver and the doctor look at. Raises ProbeInputError on bad overrides."""
     env = os.environ if env is None else env
     archs = [normalize_arch(a) for a in archs]
     if torch_cuda:
-        torch_cuda = check_minor(torch_cuda, "--torch-cuda")
+        torch_cuda = check_torch_cuda(torch_cuda)
+    if flashinfer:
+        flashinfer = check_flashinfer(flashinfer)
     if driver:
         driver = check_driver(driver)
     gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
     py = python_env(python, env)
-    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env)]
+    sel, sel_err = current_selection(env, cwd)
+    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel["root"] if sel else None)]
     tl = triton_lookup(env, py)
     if tl:
         lookups.append(tl)
-    sel, sel_err = current_selection(env, cwd)
     notes = []
     if py and py.error:
         notes.append(py.error)
@@ -498,6 +540,8 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         nvcc_on_path=which_nvcc(env), cuda_home=env.get("CUDA_HOME"), cuda_path=env.get("CUDA_PATH"),
         selection=sel, selection_error=sel_err,
         torch_cuda=torch_cuda or (py.torch_cuda if py else None), notes=notes,
+        flashinfer=flashinfer or (py.version("flashinfer") if py else None),
+        gpu_tried=gpu_tried(env) if gsrc == "none" else [],
     )
 
 

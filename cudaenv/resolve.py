@@ -23,6 +23,9 @@ from dataclasses import asdict, dataclass, field
 from .data import load
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+# Targets NVIDIA renamed between releases: (new name, release that renamed it). CUDA 13.0's
+# release notes: "sm_101 is renamed to sm_110" (Jetson Thor).
+RENAMED = {"sm_101": ("sm_110", "13.0"), "sm_101a": ("sm_110a", "13.0"), "sm_101f": ("sm_110f", "13.0")}
 
 
 # --- release and driver arithmetic ------------------------------------------------------------
@@ -138,7 +141,11 @@ def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | Non
     release `fits`; same CUDA major as `variant` preferred, then the nearest release, then newer torch."""
     here = key(variant_release(variant))
     best = None
-    for tv, v, b in torch_builds(torch_version, variant):
+    rows = torch_builds(torch_version, variant)
+    if torch_version and not any(all(_covers(b, a) for a in archs) and fits(variant_release(v)) for _, v, b in rows):
+        # This torch version has no build that fits: look at every torch version.
+        rows = torch_builds(None, None)
+    for tv, v, b in rows:
         rel = variant_release(v)
         if not all(_covers(b, a) for a in archs) or not fits(rel):
             continue
@@ -162,8 +169,11 @@ class Constraint:
     min: str | None = None  # lowest allowed release, inclusive
     max: str | None = None  # highest allowed release, inclusive
     major: int | None = None  # the only allowed major
+    impossible: bool = False  # no release the data knows can satisfy it
 
     def allows(self, release: str) -> bool:
+        if self.impossible:
+            return False
         if self.min and key(release) < key(self.min):
             return False
         if self.max and key(release) > key(self.max):
@@ -171,6 +181,8 @@ class Constraint:
         return self.major is None or major(release) == self.major
 
     def describe(self) -> str:
+        if self.impossible:
+            return "no known release"
         if self.major is not None:
             rng = f"{self.major}.x"
         elif self.min and self.max:
@@ -225,16 +237,80 @@ class Resolution:
 ARCH_SOURCE = "cudaenv/data/arch_support.json (ptxas --gpu-name lists of each release)"
 
 
+def known_archs() -> list[str]:
+    """Every target some release of the data can compile for, by number."""
+    return sorted({a for r in releases() for a in targets(r) if a[-1].isdigit()}, key=_sm_num)
+
+
 def arch_constraint(sm: str) -> Constraint:
     window = arch_window(sm)
     if not window:
-        return Constraint("gpu-arch", f"no known toolkit (11.0-{releases()[-1]}) compiles native code for {sm}",
-                          ARCH_SOURCE, min="999.0")
+        known = known_archs()
+        if _sm_num(sm) > _sm_num(known[-1]):
+            # Newer than anything the data knows: only PTX from the newest toolkit can reach it.
+            return Constraint("gpu-arch", f"{sm} is unknown to cudaenv's data (newest known: {known[-1]}); only "
+                              f"PTX from the newest toolkit can run on it", ARCH_SOURCE, min=releases()[-1])
+        return Constraint("gpu-arch", f"{sm} is unknown to cudaenv's data: no known toolkit "
+                          f"({releases()[0]}-{releases()[-1]}) compiles for it", ARCH_SOURCE, impossible=True)
     all_r = releases()
     after = [r for r in all_r if key(r) > key(window[-1])]
     dropped = f", dropped in {after[0]}" if after else ""
+    if sm in RENAMED and after and key(after[0]) >= key(RENAMED[sm][1]):
+        dropped += f" (renamed {RENAMED[sm][0]} in {RENAMED[sm][1]})"
     return Constraint("gpu-arch", f"native code for {sm}: first in {window[0]}{dropped}", ARCH_SOURCE,
                       min=window[0], max=window[-1] if after else None)
+
+
+def unknown_arch_findings(archs) -> list[Finding]:
+    known = known_archs()
+    out = []
+    for sm in archs:
+        if arch_window(sm):
+            continue
+        newer = _sm_num(sm) > _sm_num(known[-1])
+        out.append(Finding(
+            "error", "unknown-arch",
+            f"{sm} is unknown: cudaenv's data knows targets up to {known[-1]} ({releases()[-1]}). Update cudaenv "
+            "(pip install -U cudaenv)" + (f", or rely on PTX: build compute_{_sm_num(known[-1])} PTX with the newest "
+                                          f"toolkit ({releases()[-1]}) and let the driver JIT it" if newer else
+                                          "; check the arch name (nvidia-smi --query-gpu=compute_cap --format=csv)"),
+            "pip install -U cudaenv", ARCH_SOURCE))
+    return out
+
+
+def known_variants() -> set[str]:
+    return {v for builds in load("torch_builds.json")["builds"].values() for v in builds}
+
+
+def normalize_torch_cuda(value: str) -> str:
+    """`13.0` or `cu130` -> "13.0". Raises ValueError (one line) for a CUDA that never existed,
+    such as 12.7: neither a toolkit release nor a torch build. Majors above the data are kept
+    (a newer torch build) and reported as unknown by plan()."""
+    v = value.strip()
+    m = re.fullmatch(r"cu(\d{2,3})", v)
+    if m:
+        v = variant_release("cu" + m.group(1))
+    if not re.fullmatch(r"\d{1,2}\.\d", v):
+        raise ValueError(f"invalid --torch-cuda {value!r}: allowed is MAJOR.MINOR such as 13.0, or a torch build "
+                         "such as cu130")
+    if major(v) <= major(releases()[-1]) and v not in releases() and variant_of(v) not in known_variants():
+        builds = ", ".join(sorted(known_variants(), key=lambda b: key(variant_release(b))))
+        raise ValueError(f"invalid --torch-cuda {value!r}: there is no CUDA {v} toolkit and no torch {variant_of(v)} "
+                         f"build; allowed are the torch builds {builds} (or their X.Y)")
+    return v
+
+
+def torch_unknown_finding(torch_cuda: str) -> Finding | None:
+    variant = variant_of(torch_cuda)
+    if variant in known_variants():
+        return None
+    newest = max(known_variants(), key=lambda b: key(variant_release(b)))
+    if any(major(r) == major(torch_cuda) for r in releases()):
+        return None  # a minor the data lacks, inside a known major: the major rule still holds
+    return Finding("error", "unknown-torch-build",
+                   f"torch {variant} is unknown: cudaenv's data knows torch builds up to {newest} and toolkits up to "
+                   f"{releases()[-1]}, so no known toolkit has CUDA {major(torch_cuda)}.x. Update cudaenv "
+                   "(pip install -U cudaenv)", "pip install -U cudaenv", "cudaenv/data/torch_builds.json")
 
 
 def torch_constraint(torch_cuda: str) -> Constraint:
@@ -280,7 +356,7 @@ def driver_constraint(driver: str) -> Constraint | None:
     src = "cudaenv/data/drivers.json (minor-version compatibility floors)"
     if not majors:
         return Constraint("driver", f"driver {driver} is below every supported floor ({', '.join(f'{m}.x >= {f}' for m, f in floors.items())})",
-                          src, min="999.0")
+                          src, impossible=True)
     top = max(majors)
     newer = [m for m in floors if int(m) > top]
     if not newer:
@@ -307,12 +383,16 @@ def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = No
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
               "flashinfer": flashinfer}
-    findings: list[Finding] = []
+    findings: list[Finding] = unknown_arch_findings(archs)
+    unknown_torch = torch_unknown_finding(torch_cuda) if torch_cuda else None
+    if unknown_torch:
+        findings.append(unknown_torch)
     candidates = [r for r in releases() if all(c.allows(r) for c in constraints)]
-    if torch_cuda and archs:
+    if torch_cuda and archs and not unknown_torch:
         findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints)
     if not candidates:
-        findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints))
+        if not unknown_torch and not any(f.rule == "unknown-arch" for f in findings):
+            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
     if torch_cuda:
@@ -320,6 +400,12 @@ def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = No
         recommended = above[0] if above else candidates[-1]
     else:
         recommended = candidates[-1]
+        # A driver runs every release up to its own CUDA version fully (PTX JIT included):
+        # prefer the newest of those over a newer one that would only half work.
+        dcv = driver_cuda_version(driver) if driver else None
+        full = [r for r in candidates if dcv and key(r) <= key(dcv)]
+        if full:
+            recommended = full[-1]
     if driver:
         findings += driver_findings(driver, minimum, recommended)
     if torch_cuda and short(recommended) != short(torch_cuda):
@@ -327,6 +413,11 @@ def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = No
                                 f"{recommended}: a different minor only warns when building extensions",
                                 None, "torch/utils/cpp_extension.py _check_cuda_version"))
     return Resolution(minimum, recommended, candidates, constraints, findings, inputs)
+
+
+def switch_fix(release: str) -> str:
+    """Install (when needed, cudaenv says so) and select `release` for this directory."""
+    return f"cudaenv install {release} && cudaenv local {release}"
 
 
 def torch_arch_findings(archs, torch_cuda, torch_version, constraints) -> list[Finding]:
@@ -342,7 +433,7 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints) -> list[F
     way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
     fix = None
     if way:
-        fix = f"{torch_fix(*way)} && cudaenv install {variant_release(way[1])}"
+        fix = f"{torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
     return [Finding("error", "torch-arch",
                     f"{label} lacks {', '.join(missing)}: its own kernels cover {', '.join(build['sm'])}"
                     + (f" (+PTX {build['ptx']})" if build.get("ptx") else ""),
@@ -353,6 +444,17 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
     why = "; ".join(f"{c.reason} [{c.describe()}]" for c in constraints)
     others = [c for c in constraints if c.rule != "torch"]
     fits = [r for r in releases() if all(c.allows(r) for c in others)]
+    drv = [c for c in constraints if c.rule == "driver"]
+    if torch_cuda and drv and not drv[0].allows(f"{major(torch_cuda)}.0"):
+        # The driver, not the toolkit, blocks torch's own build: any toolkit of torch's major
+        # would leave torch unable to start. Upgrading the driver keeps torch as installed.
+        need = min_driver(torch_cuda) or load("drivers.json")["minor_version_compat_min"].get(str(major(torch_cuda)))
+        msg = f"the driver cannot run torch {variant_of(torch_cuda)}: {drv[0].reason}"
+        way = covering_build(archs, torch_version, variant_of(torch_cuda), lambda r: all(c.allows(r) for c in others))
+        if way:
+            msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
+        return Finding("error", "impossible", msg, f"install NVIDIA driver >= {need}" if need else None,
+                       "cudaenv/data/drivers.json")
     if torch_cuda and fits:
         variant = variant_of(torch_cuda)
         way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
@@ -362,9 +464,9 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
             tk = variant_release(way[1])
             tk = tk if tk in fits else next((r for r in fits if key(r) >= key(tk)), fits[-1])
             return Finding("error", "impossible", msg + f". Way out: use torch {way[0]}+{way[1]} and toolkit {tk}",
-                           f"{torch_fix(*way)} && cudaenv install {tk}", "cudaenv/data/torch_builds.json")
+                           f"{torch_fix(*way)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
         return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}",
-                       f"cudaenv install {fits[-1]}")
+                       switch_fix(fits[-1]))
     windows = [c for c in constraints if c.rule == "gpu-arch"]
     if len(windows) > 1 and not [r for r in releases() if all(c.allows(r) for c in windows)]:
         return Finding("error", "impossible", "no single toolkit compiles native code for every GPU: "
@@ -399,7 +501,7 @@ def resolve(probe=None, **probe_args) -> Resolution:
         probe = run_probe(**probe_args)
     py = probe.python
     torch_version = py.version("torch") if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
-    return plan(probe.archs, probe.torch_cuda, torch_version, probe.driver, py.version("flashinfer") if py else None)
+    return plan(probe.archs, probe.torch_cuda, torch_version, probe.driver, probe.flashinfer)
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

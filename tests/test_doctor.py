@@ -47,8 +47,9 @@ def test_failure_then_fixed(failing):
     assert r.returncode == 2, r.stdout + r.stderr
     assert "[error] torch-toolkit" in r.stdout
     assert "[error] flashinfer-sm12" in r.stdout and '"SM 12.x requires CUDA >= 12.9"' in r.stdout
-    assert "[error] pip-headers" in r.stdout
-    assert r.stdout.rstrip().endswith("To fix: cudaenv install 13.0 && cudaenv local 13.0")
+    # pip's nvidia/cu13 headers are on no build line: no finding about them.
+    assert "pip-headers" not in r.stdout
+    assert r.stdout.rstrip().endswith('To fix: cudaenv install 13.0 && cudaenv local 13.0 && eval "$(cudaenv init - bash)"')
     golden("doctor_failure.txt", r.stdout, m)
 
     env = fixed_env(m)
@@ -77,7 +78,7 @@ def test_json_schema(failing):
     assert set(data) == {"schema", "status", "exit_code", "fix", "recommended", "checks", "probe"}
     assert (data["schema"], data["status"], data["exit_code"]) == ("cudaenv.doctor/1", "error", 2)
     assert data["recommended"] == "13.0"
-    assert data["fix"] == "cudaenv install 13.0 && cudaenv local 13.0"
+    assert data["fix"] == 'cudaenv install 13.0 && cudaenv local 13.0 && eval "$(cudaenv init - bash)"'
     ids = [c["id"] for c in data["checks"]]
     assert len(ids) == len(set(ids))
     for c in data["checks"]:
@@ -170,7 +171,7 @@ def test_python_api(failing):
     m = failing
     env = m.env(path_first=[m.cuda128 / "bin"])
     report = cudaenv.doctor(env=env, python=m.python)
-    assert report.exit_code == 2 and report.fix == "cudaenv install 13.0 && cudaenv local 13.0"
+    assert report.exit_code == 2 and report.fix == 'cudaenv install 13.0 && cudaenv local 13.0 && eval "$(cudaenv init - bash)"'
     res = cudaenv.resolve(report.probe)
     assert (res.minimum, res.recommended) == ("13.0", "13.0")
     assert cudaenv.probe(env=env, python=m.python).torch_cuda == "13.0"

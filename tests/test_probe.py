@@ -3,6 +3,8 @@ version, the target Python (never importing torch), and each consumer's lookup."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cudaenv import probe as pr
@@ -97,3 +99,40 @@ def test_triton_ptxas_override(tmp_path):
     (tk / "bin" / "ptxas").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
     p = pr.probe(python=m.python, env=m.env(TRITON_PTXAS_PATH=str(tk / "bin" / "ptxas")))
     assert (p.lookup("triton-ptxas").via, p.lookup("triton-ptxas").release) == ("TRITON_PTXAS_PATH", "13.0.88")
+
+
+def test_packages_follow_the_target_sys_path_incl_pythonpath(tmp_path):
+    """A FlashInfer reachable only through PYTHONPATH is the one the target Python imports."""
+    m = Machine(tmp_path, gpus=None, torch=None)
+    extra = tmp_path / "extra"
+    (extra / "flashinfer_python-0.7.4.dist-info").mkdir(parents=True)
+    env = m.env(PYTHONPATH=str(extra))
+    py = pr.python_env(m.python, env)
+    assert py.version("flashinfer") == "0.7.4" and py.packages["flashinfer"].location == str(extra)
+    assert pr.probe(python=m.python, env=env).flashinfer == "0.7.4"
+
+
+def test_cmake_through_a_shim_finds_the_selection(tmp_path):
+    """CMake runs the nvcc it finds and takes the root from it: a shim leads to the selected toolkit."""
+    import subprocess
+    import sys
+
+    m = Machine(tmp_path, gpus=None, torch=None)
+    tk = m.managed_toolkit("13.0.2")
+    env = m.env()
+    subprocess.run([sys.executable, "-m", "cudaenv", "global", "13.0"], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env, check=True, capture_output=True)
+    env = m.env(path_first=[m.root / "shims"])
+    # The selection reads the store from the process environment: ask the real CLI.
+    data = json.loads(m.cli("doctor", "--json", env=env).stdout)
+    cm = next(x for x in data["probe"]["lookups"] if x["consumer"] == "cmake")
+    assert (cm["path"], cm["via"]) == (str(tk), "nvcc on PATH (cudaenv shim)")
+    assert next(c for c in data["checks"] if c["id"] == "cmake-finds")["status"] == "ok"
+
+
+def test_no_gpu_says_how_detection_was_tried(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    p = pr.probe(env=m.env())
+    assert p.gpu_source == "none" and p.gpu_tried[0] == "nvidia-smi not on PATH"
+    r = m.cli("doctor")
+    assert "GPUs: no NVIDIA GPU or driver found (nvidia-smi not on PATH" in r.stdout and "none (none)" not in r.stdout

@@ -18,22 +18,31 @@ CASES = [
     ("blackwell-torch126-lacks", dict(archs=["sm_120"], torch_cuda="12.6"), "12.8", "12.8", "error",
      "torch cu126 lacks sm_120"),
     ("hopper-driver12-notorch", dict(archs=["sm_90"], driver="575.57.08"), "11.8", "12.9", "ok", None),
-    ("hopper-driver570-warns-ptx", dict(archs=["sm_90"], driver="570.124.06"), "11.8", "12.9", "warn",
-     "PTX built by it fails to JIT"),
+    # Driver-aware: the newest release the driver runs fully, not 12.9 plus a PTX warning.
+    ("hopper-driver570-full-support", dict(archs=["sm_90"], driver="570.124.06"), "11.8", "12.8", "ok", None),
+    ("no-torch-driver580-not-13.5", dict(archs=["sm_90"], driver="580.65.06"), "11.8", "13.0", "ok", None),
+    ("torch129-driver570-warns-ptx", dict(archs=["sm_90"], torch_cuda="12.9", driver="570.124.06"), "12.0", "12.9",
+     "warn", "PTX built by it fails to JIT"),
     ("volta-torch130-impossible", dict(archs=["sm_70"], torch_cuda="13.0", torch_version="2.9.0+cu130"), None, None,
      "error", "Way out: use torch 2.9+cu128 and toolkit 12.8"),
     ("volta-torch130-no-version", dict(archs=["sm_70"], torch_cuda="13.0"), None, None, "error", "toolkit 12.8"),
     ("kepler-dropped-12", dict(archs=["sm_35"]), "11.0", "11.8", "ok", None),
     ("sm101-dropped-13", dict(archs=["sm_101"]), "12.8", "12.9", "ok", None),
+    ("torch121-driver520-driver-first", dict(archs=["sm_90"], torch_cuda="12.1", driver="520.61.05"), None, None,
+     "error", "install NVIDIA driver >= 530.30.02"),
+    ("torch140-unknown", dict(archs=["sm_90"], torch_cuda="14.0"), None, None, "error", "torch cu140 is unknown"),
+    ("torch26-no-sm120-build", dict(archs=["sm_120"], torch_cuda="12.6", torch_version="2.6.0+cu126"), "12.8", "12.8",
+     "error", "--index-url https://download.pytorch.org/whl/cu128 && cudaenv install 12.8 && cudaenv local 12.8"),
     ("spark-fi07", dict(archs=["sm_121"], flashinfer="0.7.4"), "12.9", "13.5", "ok", None),
     ("rtx50-fi07", dict(archs=["sm_120"], flashinfer="0.7.4"), "12.8", "13.5", "ok", None),
     ("rtx50-fi06", dict(archs=["sm_120"], flashinfer="0.6.1"), "12.9", "13.5", "ok", None),
     ("hopper-fi06-no-sm12-rule", dict(archs=["sm_90"], flashinfer="0.6.1"), "11.8", "13.5", "ok", None),
     ("two-generations", dict(archs=["sm_35", "sm_120"]), None, None, "error", "no single toolkit"),
     ("ancient-driver", dict(archs=["sm_90"], driver="440.33.01"), None, None, "error", "driver >= 520.61.05"),
-    ("torch-minor-above-data", dict(archs=["sm_90"], torch_cuda="12.7"), "12.0", "12.8", "warn", "different minor"),
+    ("torch-minor-not-a-release", dict(archs=["sm_90"], torch_cuda="12.4"), "12.0", "12.4", "ok", None),
     ("compile-only-no-gpu", dict(), "11.0", "13.5", "ok", None),
-    ("unknown-arch", dict(archs=["sm_130"]), None, None, "error", "sm_130"),
+    ("unknown-newer-arch", dict(archs=["sm_130"]), "13.5", "13.5", "error", "sm_130 is unknown"),
+    ("unknown-older-arch", dict(archs=["sm_30"]), None, None, "error", "sm_30 is unknown"),
 ]
 
 
@@ -82,7 +91,8 @@ def test_cli_json_and_exit_codes(tmp_path):
     data = json.loads(r.stdout)
     assert data["schema"] == "cudaenv.resolve/1"
     assert data["recommended"] is None and data["inputs"]["archs"] == ["sm_70"]
-    assert any("torch 2.9+cu128 and toolkit 12.8" in f["message"] for f in data["findings"])
+    # Driver 535 cannot run torch cu130 itself: the driver comes first, a cu128 torch is the way out.
+    assert any("use torch 2.9+cu128" in f["message"] and "cudaenv local 12.8" in f["message"] for f in data["findings"])
     # Planning overrides replace what the machine has.
     r = m.cli("resolve", "--arch", "sm_120", "--torch-cuda", "13.0", "--driver", "580.65.06", "--python", m.python)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -94,10 +104,70 @@ def test_cli_json_and_exit_codes(tmp_path):
     (["--arch", "sm_12x"], "--arch 'sm_12x'"),
     (["--torch-cuda", "13"], "--torch-cuda '13'"),
     (["--driver", "580;rm -rf /"], "--driver"),
+    (["--torch-cuda", "12.7"], "no CUDA 12.7 toolkit and no torch cu127"),
+    (["--flashinfer", "latest"], "--flashinfer 'latest'"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, needle):
     m = Machine(tmp_path, gpus=None, torch=None)
-    r = m.cli("resolve", *args)
-    assert r.returncode == 1
-    assert needle in r.stderr and "allowed" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+    for cmd in ("resolve", "doctor"):
+        r = m.cli(cmd, *args)
+        assert r.returncode == 64, r.stderr  # EX_USAGE: 1 and 2 are warnings and errors
+        assert needle in r.stderr and "allowed" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
+        r = m.cli(cmd, *args, "--json")
+        assert r.returncode == 64 and json.loads(r.stdout)["schema"] == "cudaenv.error/1"
+        assert needle in json.loads(r.stdout)["error"]
+
+
+@pytest.mark.parametrize("cmd", ["resolve", "doctor"])
+def test_usage_errors_exit_64(tmp_path, cmd):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    r = m.cli(cmd, "--no-such-option")
+    assert r.returncode == 64 and "No such option" in r.stderr and "Traceback" not in r.stderr
+    r = m.cli(cmd, "--no-such-option", "--json")
+    assert r.returncode == 64
+    assert json.loads(r.stdout) == {"schema": "cudaenv.error/1", "status": "usage", "exit_code": 64,
+                                    "error": json.loads(r.stdout)["error"]}
+    text = " ".join(m.cli(cmd, "--help").stdout.split())
+    assert all(code in text for code in ("0 ", "1 ", "2 errors", "64 bad input or usage"))
+
+
+def test_torch_cuda_spellings():
+    assert rs.normalize_torch_cuda("cu130") == rs.normalize_torch_cuda("13.0") == "13.0"
+    assert rs.normalize_torch_cuda("cu140") == "14.0"  # unknown, but a plausible future build: plan() names it
+    for bad in ("12.7", "cu127", "13", "13.0.2"):
+        with pytest.raises(ValueError):
+            rs.normalize_torch_cuda(bad)
+
+
+def test_unknown_arch_never_prints_placeholder(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    for arch in ("sm_130", "sm_30"):
+        r = m.cli("resolve", "--arch", arch)
+        assert "999" not in r.stdout and f"{arch} is unknown" in r.stdout
+    r = m.cli("resolve", "--arch", "sm_130")
+    assert "rely on PTX" in r.stdout and "pip install -U cudaenv" in r.stdout
+
+
+def test_sm101_renamed():
+    r = rs.plan(archs=["sm_101"])
+    assert "renamed sm_110 in 13.0" in r.constraints[0].reason
+
+
+def test_cli_flashinfer_option(tmp_path):
+    """--flashinfer plans without FlashInfer installed: 0.6 on sm_120 needs >= 12.9."""
+    m = Machine(tmp_path, gpus=None, torch=None)
+    r = m.cli("resolve", "--arch", "sm_120", "--flashinfer", "0.6.1", "--torch-cuda", "cu128", "--json")
+    data = json.loads(r.stdout)
+    assert data["inputs"]["flashinfer"] == "0.6.1" and data["recommended"] == "12.9"
+    assert data["inputs"]["torch_cuda"] == "12.8"
+
+
+def test_resolve_without_gpu_says_so_and_knows_installed(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    m.managed_toolkit("13.0.2")
+    r = m.cli("resolve", "--driver", "580.65.06")
+    assert "no NVIDIA GPU or driver found (nvidia-smi not on PATH" in r.stdout
+    assert "recommended: 13.0" in r.stdout
+    assert "13.0 is already installed; select it with: cudaenv local 13.0" in r.stdout
+    assert "cudaenv install 13.0" not in r.stdout

@@ -7,10 +7,38 @@ import sys
 
 import click
 
+# 1 and 2 are the report's own "warnings" and "errors", so a usage error or a bad value
+# must not look like either: EX_USAGE from sysexits.h.
+EX_USAGE = 64
+
+
+def usage_error(message: str, as_json: bool):
+    """The one way doctor and resolve stop on bad input."""
+    if as_json:
+        click.echo(json.dumps({"schema": "cudaenv.error/1", "status": "usage", "exit_code": EX_USAGE,
+                               "error": message}, indent=2))
+    click.echo(f"cudaenv: {message}", err=True)
+    sys.exit(EX_USAGE)
+
+
+class PlanCommand(click.Command):
+    """Click's own usage errors (unknown option, missing value) exit 64 here, not 2."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as e:
+            if "--json" in args:
+                usage_error(e.format_message(), True)
+            e.exit_code = EX_USAGE
+            raise
+
+
 _PLAN_OPTIONS = [
     click.option("--python", "python", metavar="PATH", help="Target Python (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)."),
     click.option("--arch", "archs", multiple=True, metavar="SM", help="Plan for this GPU arch instead of the visible GPUs (repeatable), e.g. sm_120."),
-    click.option("--torch-cuda", metavar="X.Y", help="Plan for a torch built with this CUDA, e.g. 13.0."),
+    click.option("--torch-cuda", metavar="X.Y", help="Plan for a torch built with this CUDA, e.g. 13.0 or cu130."),
+    click.option("--flashinfer", "flashinfer", metavar="VERSION", help="Plan for this FlashInfer version, e.g. 0.7.4."),
     click.option("--driver", metavar="VERSION", help="Plan for this driver, e.g. 580.65.06."),
     click.option("--no-gpu", is_flag=True, help="Compile only: ignore GPUs and the driver."),
     click.option("--json", "as_json", is_flag=True, help="Print a JSON object (stable schema, see docs/api.md)."),
@@ -23,18 +51,35 @@ def plan_options(f):
     return f
 
 
-def _probe(python, archs, torch_cuda, driver, no_gpu):
+def _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
     from ..probe import ProbeInputError, probe
 
     try:
-        return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu)
+        return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu,
+                     flashinfer=flashinfer)
     except ProbeInputError as e:
-        click.echo(f"cudaenv: {e}", err=True)
-        sys.exit(1)
+        usage_error(str(e), as_json)
 
 
-def render_resolution(r) -> str:
+def _installed(release: str) -> bool:
+    from .. import store
+    from ..resolve import short
+
+    return any(short(t.release) == release for t in store.managed_toolkits())
+
+
+def no_gpu_note(p) -> str | None:
+    if p is None or p.gpus or p.gpu_source != "none":
+        return None
+    return ("no NVIDIA GPU or driver found (" + "; ".join(p.gpu_tried) + "): planning to compile only; "
+            "pass --arch sm_XY to plan for a GPU")
+
+
+def render_resolution(r, p=None) -> str:
     lines = []
+    note = no_gpu_note(p)
+    if note:
+        lines.append(f"note: {note}")
     if r.recommended:
         lines.append(f"minimum:     {r.minimum}")
         lines.append(f"recommended: {r.recommended}")
@@ -46,47 +91,56 @@ def render_resolution(r) -> str:
         lines.append(f"{f.severity}: {f.message}")
         if f.fix:
             lines.append(f"  fix: {f.fix}")
-    if r.recommended:
+    if r.recommended and _installed(r.recommended):
+        lines.append(f"installed: {r.recommended} is already installed; select it with: cudaenv local {r.recommended}")
+    elif r.recommended:
         lines.append(f"install: cudaenv install {r.recommended} && cudaenv local {r.recommended}")
     return "\n".join(lines) + "\n"
 
 
-@click.command(epilog="""\b
+@click.command(cls=PlanCommand, epilog="""\b
 Examples:
   cudaenv resolve                                  # for this machine's GPUs, driver and torch
   cudaenv resolve --arch sm_120 --torch-cuda 13.0  # plan for another machine
+  cudaenv resolve --arch sm_120 --flashinfer 0.7.4 --torch-cuda cu130
   cudaenv resolve --arch sm_90 --driver 570.124.06 --json
-Exit status: 0 fits, 1 fits with warnings, 2 errors (nothing fits, or torch lacks a GPU's kernels).""")
+Exit status: 0 fits, 1 fits with warnings, 2 errors (nothing fits, or torch
+lacks a GPU's kernels), 64 bad input or usage (message on stderr; with --json
+also {"schema": "cudaenv.error/1", ...} on stdout).""")
 @plan_options
-def resolve(python, archs, torch_cuda, driver, no_gpu, as_json):
+def resolve(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
     """Minimum and recommended toolkit release for the GPU, driver and torch."""
     from ..resolve import resolve as run
 
-    r = run(_probe(python, archs, torch_cuda, driver, no_gpu))
+    p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json)
+    r = run(p)
     if as_json:
-        click.echo(json.dumps(r.to_json(), indent=2))
+        data = r.to_json()
+        data["notes"] = [n for n in [no_gpu_note(p)] if n]
+        click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(render_resolution(r), nl=False)
+        click.echo(render_resolution(r, p), nl=False)
     sys.exit(r.exit_code)
 
 
-@click.command(epilog="""\b
+@click.command(cls=PlanCommand, epilog="""\b
 Examples:
   cudaenv doctor                      # every check, with the command that fixes it
   cudaenv doctor --python .venv/bin/python
   cudaenv doctor --json | jq .status
   cudaenv doctor --fix --yes          # clear JIT caches built by another toolkit
-Exit status: 0 all ok, 1 warnings, 2 errors.""")
+Exit status: 0 all ok, 1 warnings, 2 errors, 64 bad input or usage (message
+on stderr; with --json also {"schema": "cudaenv.error/1", ...} on stdout).""")
 @plan_options
 @click.option("--fix", is_flag=True, help="Clear stale JIT caches (asks first).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before clearing.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only problems.")
-def doctor(python, archs, torch_cuda, driver, no_gpu, as_json, fix, yes, quiet):
+def doctor(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, fix, yes, quiet):
     """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
     from .. import doctor as doc
     from .. import jitcache
 
-    p = _probe(python, archs, torch_cuda, driver, no_gpu)
+    p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json)
     report = doc.doctor(p)
     if fix and report.stale_caches:
         n = len(report.stale_caches)

@@ -1,0 +1,264 @@
+"""Every fix doctor prints works when pasted: fake machines reproducing real reports.
+
+Each machine has recorded nvidia-smi output, a real venv with torch's version.py and
+dist-info, stub toolkits with a real nvcc banner, JIT cache entries and the reported
+environment. doctor_rounds() runs the real CLI, applies the printed fix in bash in that
+machine's shell, and runs doctor again: the finding the fix was for must be gone, and the
+machine must end clean.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fakemachine import Machine, doctor_rounds
+
+HOOK = 'eval "$(cudaenv init - bash)"'
+
+
+def checks(rnd):
+    return {c["id"]: c for c in rnd.report["checks"]}
+
+
+def ends_clean(rounds):
+    last = rounds[-1].report
+    assert last["exit_code"] == 0, [(c["id"], c["verdict"]) for c in last["checks"] if c["status"] != "ok"]
+
+
+def seed(tmp_path, **kw):
+    """The seed service: RTX PRO 6000 (sm_120), torch 2.9+cu130, FlashInfer 0.6, only nvcc 12.8."""
+    m = Machine(tmp_path, flashinfer="0.6.1", triton="3.5.0", pip_cuda="13.0", **kw)
+    m.cuda128 = m.system_toolkit("12.8.1")
+    return m
+
+
+def test_seed(tmp_path):
+    m = seed(tmp_path)
+    cache = m.flashinfer_cache(m.cuda128)
+    rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin"]))
+    first = checks(rounds[0])
+    assert first["torch-toolkit"]["status"] == "error" and first["flashinfer-sm12"]["status"] == "error"
+    # The first run already says the 12.8-built caches go after the switch, with the command.
+    assert "built by 12.8 must be cleared after switching to 13.0" in first["jit-caches"]["verdict"]
+    assert rounds[0].fix == f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && cudaenv doctor --fix --yes --quiet"
+    assert len(rounds) == 2
+    ends_clean(rounds)
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize("bad", ["/nonexistent", "/dev/null"])
+def test_seed_with_cuda_home_workaround(tmp_path, bad):
+    """The seed's workaround CUDA_HOME=/nonexistent: the fix must not export CUDA_HOME=<12.8>."""
+    m = seed(tmp_path)
+    rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin"], CUDA_HOME=bad))
+    first = checks(rounds[0])
+    assert first["cuda-home"]["status"] == "error"
+    assert str(m.cuda128) not in rounds[0].fix
+    assert rounds[0].fix.startswith(f"unset CUDA_HOME && cudaenv install 13.0 && cudaenv local 13.0 && {HOOK}")
+    ends_clean(rounds)
+
+
+def test_local_without_hook_asks_for_the_hook(tmp_path):
+    """After `cudaenv local 13.0` in a shell without the hook, the fix is the hook, not `local` again."""
+    m = seed(tmp_path)
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin"]))
+    assert rounds[0].report["exit_code"] == 2
+    assert rounds[0].fix == HOOK
+    ends_clean(rounds)
+
+
+def test_seed_with_hook_active(tmp_path):
+    m = seed(tmp_path)
+    rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin"]), hook=True)
+    assert rounds[0].fix.startswith("cudaenv install 13.0 && cudaenv local 13.0")
+    assert HOOK not in rounds[0].fix
+    ends_clean(rounds)
+
+
+def test_vllm_21960_no_usr_local_cuda(tmp_path):
+    """vllm#21960: `/usr/local/cuda/bin/nvcc` not found: no CUDA_HOME, no nvcc on PATH, no /usr/local/cuda."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    rounds = doctor_rounds(m, m.env())
+    first = checks(rounds[0])
+    assert first["torch-toolkit"]["status"] == "error"
+    assert "would find no toolkit" in first["torch-toolkit"]["verdict"]
+    assert rounds[0].fix == f"cudaenv install 12.8 && cudaenv local 12.8 && {HOOK}"
+    ends_clean(rounds)
+
+
+def test_deepspeed_2772_no_cuda_home_but_a_toolkit_selected(tmp_path):
+    """DeepSpeed#2772: no CUDA_HOME; cudaenv has 12.8 selected globally but the shell does not apply it.
+    torch-toolkit must not report ok from cudaenv's own selection."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    m.managed_toolkit("12.8.1")
+    (m.root / "version").write_text("12.8\n")
+    rounds = doctor_rounds(m, m.env())
+    first = checks(rounds[0])
+    assert first["torch-toolkit"]["status"] == "error" and "would find no toolkit" in first["torch-toolkit"]["verdict"]
+    assert rounds[0].fix == HOOK
+    ends_clean(rounds)
+
+
+def test_flashinfer_3493_cuda_home_is_pip_headers(tmp_path):
+    """flashinfer#3493: CUDA_HOME at pip's nvidia/cu13 (headers, no nvcc), an older system nvcc on PATH."""
+    m = seed(tmp_path)
+    pip_root = m.site / "nvidia" / "cu13"
+    rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin"], CUDA_HOME=str(pip_root)))
+    first = checks(rounds[0])
+    assert first["cuda-home"]["status"] == "error" and "has no bin/nvcc" in first["cuda-home"]["verdict"]
+    assert "pip-headers" not in first  # nobody adds pip's include directory to a build line
+    assert rounds[0].fix.startswith(f"unset CUDA_HOME && cudaenv install 13.0 && cudaenv local 13.0 && {HOOK}")
+    ends_clean(rounds)
+
+
+def test_triton_8539_spark_old_bundled_ptxas(tmp_path):
+    """triton#8539: DGX Spark (sm_121), Triton 3.5's bundled ptxas 12.8 cannot target sm_121a."""
+    m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    assert checks(rounds[0])["triton-ptxas"]["status"] == "error"
+    assert rounds[0].fix == f"export TRITON_PTXAS_PATH={tk}/bin/ptxas"
+    ends_clean(rounds)
+
+
+def test_pytorch_73047_torch_cuda_differs_from_nvcc(tmp_path):
+    """pytorch#73047: torch cu128, nvcc on PATH is 11.8 -> major mismatch."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    old = m.system_toolkit("11.8.0")
+    rounds = doctor_rounds(m, m.env(path_first=[old / "bin"]))
+    assert checks(rounds[0])["torch-toolkit"]["status"] == "error"
+    assert rounds[0].fix == f"cudaenv install 12.8 && cudaenv local 12.8 && {HOOK}"
+    ends_clean(rounds)
+
+
+def test_stale_jit_caches(tmp_path):
+    """Caches built by 12.8 after the switch to 13.0: doctor --fix clears them."""
+    m = seed(tmp_path)
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    fi = m.flashinfer_cache(m.cuda128)
+    te = m.torch_ext_cache(m.cuda128)
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    assert checks(rounds[0])["jit-caches"]["status"] == "warn"
+    assert rounds[0].fix == "cudaenv doctor --fix --yes --quiet"
+    ends_clean(rounds)
+    assert not fi.exists() and not te.exists()
+
+
+def test_cudacxx_elsewhere(tmp_path):
+    """CUDACXX names another toolkit's nvcc: CMake builds with it."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    tk = m.managed_toolkit("12.8.1")
+    other = m.system_toolkit("12.6.0")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    env = m.env(path_first=[tk / "bin"], CUDA_HOME=str(tk), CUDACXX=str(other / "bin" / "nvcc"))
+    rounds = doctor_rounds(m, env)
+    assert checks(rounds[0])["cmake-finds"]["status"] == "warn"
+    ends_clean(rounds)
+
+
+def test_driver_too_old_for_torch_build(tmp_path):
+    """torch cu130 on driver 550: no toolkit helps; torch itself cannot start."""
+    m = Machine(tmp_path, gpus="h100x2", driver="550.54.15", torch="2.9.0+cu130")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    first = checks(rounds[0])
+    assert first["driver-torch"]["status"] == "error"
+    assert "cannot run torch's own CUDA 13.0 build" in first["driver-torch"]["verdict"]
+    assert rounds[0].fix == "install NVIDIA driver >= 580.65.06"
+    ends_clean(rounds)
+
+
+def test_torch_cu121_on_driver_520_is_not_sent_to_11_8(tmp_path):
+    """Wrong major: torch cu121 on driver 520 must not get `cudaenv install 11.8`."""
+    m = Machine(tmp_path, gpus="h100x2", driver="520.61.05", torch="2.5.1+cu121")
+    old = m.system_toolkit("11.8.0")
+    rounds = doctor_rounds(m, m.env(path_first=[old / "bin"]))
+    assert "cudaenv install 11.8" not in (rounds[0].fix or "")
+    assert rounds[0].fix.startswith("install NVIDIA driver >= ")
+    assert checks(rounds[0])["driver-torch"]["status"] == "error"
+    ends_clean(rounds)
+
+
+def test_blackwell_on_driver_560(tmp_path):
+    """Driver 560 predates Blackwell (R570): an error, not a PTX warning."""
+    m = Machine(tmp_path, driver="560.35.03", torch=None)
+    tk = m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    first = checks(rounds[0])
+    assert first["driver-gpu"]["status"] == "error" and "sm_120" in first["driver-gpu"]["verdict"]
+    assert rounds[0].fix == "install NVIDIA driver >= 570.26"
+    assert tk.exists()
+    ends_clean(rounds)
+
+
+def test_conda_cuda_nvcc_without_cuda_home(tmp_path):
+    """conda's cuda-nvcc: nvcc on PATH, headers only under targets/x86_64-linux/include, no CUDA_HOME."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    prefix = m.conda_toolkit("12.8.1")
+    rounds = doctor_rounds(m, m.env(path_first=[prefix / "bin"], CONDA_PREFIX=str(prefix)))
+    first = checks(rounds[0])
+    assert first["toolkit-headers"]["status"] == "error"
+    assert "targets/x86_64-linux/include" in first["toolkit-headers"]["explanation"]
+    assert rounds[0].fix == f"cudaenv install 12.8 && cudaenv local 12.8 && {HOOK}"
+    ends_clean(rounds)
+
+
+def test_nvcc_wrapper_without_headers(tmp_path):
+    """An nvcc wrapper script on PATH: torch derives CUDA_HOME from its directory, which has no include/."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    real = m.system_toolkit("12.8.1")
+    wrap = m.wrapper_nvcc(real)
+    rounds = doctor_rounds(m, m.env(path_first=[wrap / "bin"]))
+    first = checks(rounds[0])
+    assert first["toolkit-headers"]["status"] == "error" and str(wrap) in first["toolkit-headers"]["verdict"]
+    ends_clean(rounds)
+
+
+def test_mixed_h100_and_rtx5090(tmp_path):
+    """H100 + RTX 5090 with torch cu126: torch lacks sm_120, and 12.6 cannot target it."""
+    m = Machine(tmp_path, gpus="mixed", torch="2.8.0+cu126")
+    tk = m.system_toolkit("12.6.0")
+    rounds = doctor_rounds(m, m.env(path_first=[tk / "bin"]))
+    first = checks(rounds[0])
+    assert first["torch-arch"]["status"] == "error"
+    assert "pip install 'torch==2.8.*' --index-url https://download.pytorch.org/whl/cu128" in rounds[0].fix
+    ends_clean(rounds)
+
+
+def test_torch_arch_fix_names_another_torch_version(tmp_path):
+    """torch 2.6 has no build with sm_120 kernels: the fix names a torch version that has one."""
+    m = Machine(tmp_path, torch="2.6.0+cu126")
+    tk = m.system_toolkit("12.6.0")
+    rounds = doctor_rounds(m, m.env(path_first=[tk / "bin"]))
+    fix = checks(rounds[0])["torch-arch"]["fix"]
+    assert fix and "pip install 'torch==2." in fix and "cu128" in fix and "cudaenv local 12.8" in fix
+    ends_clean(rounds)
+
+
+def test_v100_with_torch_cu130(tmp_path):
+    """V100 (sm_70) with torch cu130: only a 12.x torch and toolkit fit; the fix selects 12.8 too."""
+    m = Machine(tmp_path, gpus="v100", torch="2.9.0+cu130")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    fix = rounds[0].fix
+    assert "pip install 'torch==2.9.*' --index-url https://download.pytorch.org/whl/cu128" in fix
+    assert "cudaenv local 12.8" in fix
+    ends_clean(rounds)
+
+
+def test_cuda_home_and_cuda_path_disagree(tmp_path):
+    m = Machine(tmp_path, gpus="h100x2", torch="2.9.0+cu130")
+    a = m.system_toolkit("12.8.1")
+    b = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(CUDA_HOME=str(a), CUDA_PATH=str(b)))
+    first = checks(rounds[0])
+    assert first["env-agree"]["status"] == "warn" and first["torch-toolkit"]["status"] == "error"
+    ends_clean(rounds)
