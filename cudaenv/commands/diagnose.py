@@ -129,13 +129,18 @@ Examples:
   cudaenv doctor --python .venv/bin/python
   cudaenv doctor --json | jq .status
   cudaenv doctor --fix --yes          # clear JIT caches built by another toolkit
-Exit status: 0 all ok, 1 warnings, 2 errors, 64 bad input or usage (message
-on stderr; with --json also {"schema": "cudaenv.error/1", ...} on stdout).""")
+  cudaenv doctor --format prometheus --output /var/lib/node_exporter/textfile/cudaenv.prom
+Exit status: 0 all ok, 1 warnings, 2 errors, 3 the --output file could not be
+written, 64 bad input or usage (message on stderr; with --json also
+{"schema": "cudaenv.error/1", ...} on stdout).""")
 @plan_options
 @click.option("--fix", is_flag=True, help="Clear stale JIT caches (asks first).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before clearing.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only problems.")
-def doctor(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, fix, yes, quiet):
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "prometheus"]), default=None,
+              help="Output format; prometheus is node_exporter's textfile format (docs/guides/fleet-monitoring.md).")
+@click.option("--output", "-o", metavar="FILE", help="Write to FILE atomically instead of stdout.")
+def doctor(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, fix, yes, quiet, fmt, output):
     """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
     from .. import doctor as doc
     from .. import jitcache
@@ -149,7 +154,17 @@ def doctor(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, fix, 
             removed = [e.path for e in report.stale_caches if jitcache.remove(e.path)]
             click.echo(f"removed {len(removed)} stale JIT cache {noun}", err=True)
             report = doc.doctor(p)
-    if as_json:
+    if fmt == "prometheus" or output:
+        from ..metrics import OutputError, render, write_atomic
+
+        text = render(report) if fmt == "prometheus" else (
+            json.dumps(report.to_json(), indent=2) + "\n" if as_json or fmt == "json" else doc.render(report))
+        try:
+            write_atomic(output, text) if output else click.echo(text, nl=False)
+        except OutputError as e:
+            click.echo(f"cudaenv: {e}", err=True)
+            sys.exit(3)
+    elif as_json or fmt == "json":
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         text = doc.render(report)

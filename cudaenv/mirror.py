@@ -1,0 +1,368 @@
+"""`cudaenv mirror`: an offline copy of NVIDIA's redist tree that any static server can serve.
+
+    DIR/redistrib_13.0.2.json                              the release's manifest, as upstream has it
+    DIR/cuda_nvcc/linux-x86_64/cuda_nvcc-...-archive.tar.xz  each mirrored archive at its relative_path
+    DIR/index.html                                         names the manifests, for servers without listings
+    DIR/mirror.json                                        what was mirrored, and the hashes it was checked against
+
+Point CUDAENV_REDIST_URL at wherever DIR is served (http://, https:// or
+file://) and `cudaenv install` reads it exactly as it reads NVIDIA's server.
+
+Manifests are stored with the content upstream serves (re-serialised JSON has
+the same canonical hash, which is what cudaenv's shipped pins compare), so an
+install from the mirror is checked the same way as one from NVIDIA. Only the
+archives of the chosen profile and platforms are copied; mirror.json lists
+them, and `verify` holds the tree to that list.
+
+Archives come through the shared download engine (cudaenv/download.py), so a
+mirror run resumes an interrupted download, reuses archives already in the
+cache, and accepts nothing whose size and sha256 differ from the manifest (and
+from the shipped pins where cudaenv has them). An archive already in DIR with
+the right hash is not fetched again, and a full release already mirrored is
+not even asked of the upstream server.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sources import SourceError
+from .versions import InvalidVersion, Release, newest_match, parse_spec
+
+SCHEMA = "cudaenv.mirror/1"
+MIRROR_JSON = "mirror.json"
+INDEX_HTML = "index.html"
+SOURCES = ("redist",)
+PROFILE_ORDER = ("minimal", "build", "full")  # each includes the ones before it
+
+
+class MirrorError(SourceError):
+    """Bad input or a mirror that cannot be written; the message is one line."""
+
+
+@dataclass
+class CreateReport:
+    releases: list[str] = field(default_factory=list)
+    archives: int = 0
+    copied: int = 0  # archives newly placed in DIR
+    downloaded_bytes: int = 0  # bytes that crossed the network for them
+    upstream_requests_skipped: list[str] = field(default_factory=list)  # releases served from mirror.json
+
+
+@dataclass
+class VerifyReport:
+    checked: int = 0
+    missing: list[str] = field(default_factory=list)
+    corrupt: list[str] = field(default_factory=list)  # "path: why"
+    extra: list[str] = field(default_factory=list)
+    unpinned: list[str] = field(default_factory=list)  # checked against the manifest only
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.corrupt or self.extra)
+
+
+# -- mirror.json -------------------------------------------------------------------------------
+
+def read_state(directory: Path) -> dict:
+    path = directory / MIRROR_JSON
+    if not path.exists():
+        return {"schema": SCHEMA, "source": "redist", "releases": {}}
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise MirrorError(f"{path}: not a readable mirror.json ({getattr(e, 'strerror', None) or e})") from None
+    if not isinstance(state, dict) or state.get("schema") != SCHEMA or not isinstance(state.get("releases"), dict):
+        raise MirrorError(f"{path}: not a cudaenv mirror (expected \"schema\": \"{SCHEMA}\")")
+    return state
+
+
+def _write_text(path: Path, text: str) -> None:
+    from .store import write_atomic
+
+    write_atomic(path, text)
+
+
+def write_state(directory: Path, state: dict) -> None:
+    state["releases"] = dict(sorted(state["releases"].items(), key=lambda kv: Release.parse(kv[0])))
+    _write_text(directory / MIRROR_JSON, json.dumps(state, indent=2, sort_keys=True) + "\n")
+    names = [f"redistrib_{r}.json" for r in state["releases"]]
+    rows = "".join(f'<a href="{html.escape(n)}">{html.escape(n)}</a><br>\n' for n in names)
+    _write_text(directory / INDEX_HTML, f"<!DOCTYPE html>\n<html><body>\n{rows}</body></html>\n")
+
+
+# -- pins ----------------------------------------------------------------------------------------
+
+def _shipped_pins():
+    """cudaenv's shipped pins (cudaenv.pins) when this installation has them, else None."""
+    try:
+        from . import pins
+    except ImportError:
+        return None
+    return pins.load()
+
+
+def _canonical_sha256(document) -> str:
+    """The manifest hash the shipped pins use: sha256 of sorted-key, whitespace-free JSON."""
+    import hashlib
+
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _pin_for(pin_set, rel_path: str):
+    if pin_set is None:
+        return None
+    return pin_set.archives.get(rel_path)
+
+
+# -- create --------------------------------------------------------------------------------------
+
+def _resolve_releases(specs, listing) -> list[str]:
+    available = [Release.parse(r) for r in listing]
+    out = []
+    for text in specs:
+        try:
+            spec = parse_spec(text.strip())
+        except InvalidVersion as e:
+            raise MirrorError(str(e)) from None
+        if spec.is_system:
+            raise MirrorError("'system' cannot be mirrored: name releases such as 12.8 or 13.0.2")
+        hit = newest_match(spec, available)
+        if hit is None:
+            raise MirrorError(f"the upstream server has no release matching {spec.text}")
+        if str(hit) not in out:
+            out.append(str(hit))
+    return out
+
+
+def check_platforms(value: str | None) -> list[str]:
+    from .sources.redist import PLATFORMS, machine_platform
+
+    if not value:
+        return [machine_platform()]
+    chosen = [p.strip() for p in value.split(",") if p.strip()]
+    bad = [p for p in chosen if p not in PLATFORMS]
+    if bad or not chosen:
+        raise MirrorError(f"invalid --platform {value[:60]!r}: allowed are {', '.join(PLATFORMS)} (comma-separated)")
+    return list(dict.fromkeys(chosen))
+
+
+def _covered(entry: dict | None, profile: str, platforms: list[str]) -> bool:
+    """True when a release already in mirror.json holds at least this profile and these platforms."""
+    if not entry:
+        return False
+    rank = {p: i for i, p in enumerate(PROFILE_ORDER)}
+    have = entry.get("profiles", [])
+    return (any(rank.get(p, -1) >= rank[profile] for p in have)
+            and set(platforms) <= set(entry.get("platforms", [])))
+
+
+def _place(src: Path, dest: Path) -> None:
+    """Copy a verified archive into the mirror; readers of DIR never see a partial file."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _matches(path: Path, sha256: str, size: int | None) -> bool:
+    from .download import file_sha256
+
+    try:
+        if size is not None and path.stat().st_size != size:
+            return False
+    except OSError:
+        return False
+    return file_sha256(path) == sha256
+
+
+def create(directory, specs, profile: str = "build", platforms=None, source: str = "redist",
+           upstream: str | None = None, progress=None) -> CreateReport:
+    """Mirror `specs` (12.8, 13.0.2, ...) into `directory`; see the module docstring."""
+    from .download import Downloader
+    from .sources.redist import RedistSource, base_url
+
+    if source not in SOURCES:
+        raise MirrorError(f"invalid --source {source[:20]!r}: allowed are {', '.join(SOURCES)}")
+    if profile not in PROFILE_ORDER:
+        raise MirrorError(f"invalid --profile {profile[:20]!r}: allowed are {', '.join(PROFILE_ORDER)}")
+    if not specs:
+        raise MirrorError("name at least one release to mirror, e.g. 12.8 13.0")
+    platforms = check_platforms(platforms)
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise MirrorError(f"{directory}: not a directory")
+    upstream = upstream or base_url()
+    if Path(directory).resolve().as_uri().rstrip("/") == upstream.rstrip("/"):
+        raise MirrorError(f"{directory}: is the upstream server itself; mirror into another directory")
+    if directory.is_dir() and not (directory / MIRROR_JSON).exists() and any(directory.iterdir()):
+        raise MirrorError(f"{directory}: not empty and not a cudaenv mirror (no {MIRROR_JSON}); use a new directory")
+    state = read_state(directory)
+    state["upstream"] = upstream
+    report = CreateReport()
+    pin_set = _shipped_pins()
+
+    # A full release already mirrored with this profile and these platforms needs nothing upstream.
+    fully_given = all(_is_full_release(s) for s in specs)
+    if fully_given and all(_covered(state["releases"].get(str(Release.parse(s.strip()))), profile, platforms)
+                           for s in specs):
+        report.releases = [str(Release.parse(s.strip())) for s in specs]
+        report.upstream_requests_skipped = list(report.releases)
+        report.archives = sum(len(state["releases"][r]["archives"]) for r in report.releases)
+        return report
+
+    sources = {p: RedistSource(url=upstream, platform=p) for p in platforms}
+    first = sources[platforms[0]]
+    releases = _resolve_releases(specs, first.releases())
+    directory.mkdir(parents=True, exist_ok=True)
+    downloader = Downloader(progress=progress)
+    for release in releases:
+        if _covered(state["releases"].get(release), profile, platforms):
+            # Complete already: a release enters mirror.json only after all its archives are placed.
+            report.releases.append(release)
+            report.archives += sum(1 for a in state["releases"][release]["archives"].values()
+                                   if a["platform"] in platforms)
+            continue
+        manifest = first.manifest(release)
+        artifacts = []
+        for platform, src in sources.items():
+            src._releases = first._releases  # one listing serves every platform
+            plan = src.plan(release, profile)
+            artifacts += [(platform, a) for a in plan.artifacts]
+        entry = state["releases"].get(release) or {"profiles": [], "platforms": [], "archives": {}}
+        todo = []
+        for platform, art in artifacts:
+            if not art.url.startswith(upstream):
+                raise MirrorError(f"{art.url}: not under the upstream {upstream}")
+            rel_path = art.url[len(upstream):]
+            pin = _pin_for(pin_set, rel_path)
+            entry["archives"][rel_path] = {"sha256": art.sha256, "size": art.size, "component": art.component,
+                                           "platform": platform, "pinned_by": "cudaenv pins" if pin else "manifest"}
+            if not _matches(directory / rel_path, art.sha256, art.size):
+                todo.append((rel_path, art))
+        fetched = downloader.fetch_all([a for _, a in todo]) if todo else None
+        if fetched:
+            report.downloaded_bytes += fetched.downloaded_bytes
+            for (rel_path, _), item in zip(todo, fetched.items):
+                _place(item.path, directory / rel_path)
+        report.copied += len(todo)
+        report.archives += len(artifacts)
+        _write_text(directory / f"redistrib_{release}.json", json.dumps(manifest, indent=2) + "\n")
+        entry["manifest_sha256"] = _canonical_sha256(manifest)
+        entry["profiles"] = sorted(set(entry["profiles"]) | {profile}, key=PROFILE_ORDER.index)
+        entry["platforms"] = sorted(set(entry["platforms"]) | set(platforms))
+        state["releases"][release] = entry
+        # Written after every release: an interrupted run keeps what it finished.
+        write_state(directory, state)
+        report.releases.append(release)
+    return report
+
+
+def _is_full_release(text: str) -> bool:
+    try:
+        spec = parse_spec(text.strip())
+    except InvalidVersion:
+        return False
+    return len(spec.parts) == 3
+
+
+# -- verify --------------------------------------------------------------------------------------
+
+def _manifest_archives(manifest: dict) -> dict[str, str]:
+    """relative_path -> sha256 for every archive entry the manifest names (variant-nested too)."""
+    out = {}
+
+    def walk(node, depth):
+        if not isinstance(node, dict) or depth > 4:
+            return
+        if isinstance(node.get("relative_path"), str) and isinstance(node.get("sha256"), str):
+            out[node["relative_path"]] = node["sha256"]
+            return
+        for value in node.values():
+            walk(value, depth + 1)
+
+    walk(manifest, 0)
+    return out
+
+
+def verify(directory) -> VerifyReport:
+    """Re-hash every file mirror.json lists, against mirror.json, the manifest and the shipped pins."""
+    directory = Path(directory)
+    if not (directory / MIRROR_JSON).is_file():
+        raise MirrorError(f"{directory}: no {MIRROR_JSON} here; create the mirror with: cudaenv mirror create")
+    state = read_state(directory)
+    pin_set = _shipped_pins()
+    report = VerifyReport()
+    expected = {MIRROR_JSON, INDEX_HTML}
+    for release, entry in state["releases"].items():
+        try:
+            Release.parse(release)
+        except InvalidVersion:
+            report.corrupt.append(f"{MIRROR_JSON}: invalid release {release[:20]!r}")
+            continue
+        name = f"redistrib_{release}.json"
+        expected.add(name)
+        report.checked += 1
+        try:
+            manifest = json.loads((directory / name).read_text())
+        except FileNotFoundError:
+            report.missing.append(name)
+            manifest = None
+        except (OSError, ValueError):
+            report.corrupt.append(f"{name}: not valid JSON")
+            manifest = None
+        if manifest is not None:
+            digest = _canonical_sha256(manifest)
+            pinned = pin_set.manifests.get(release) if pin_set else None
+            if digest != entry.get("manifest_sha256"):
+                report.corrupt.append(f"{name}: content differs from what was mirrored")
+            elif pinned and digest != pinned:
+                report.corrupt.append(f"{name}: content differs from cudaenv's pins for {release}")
+        listed = _manifest_archives(manifest) if isinstance(manifest, dict) else {}
+        for rel_path, want in entry.get("archives", {}).items():
+            expected.add(rel_path)
+            report.checked += 1
+            why = _check_archive(directory, rel_path, want, listed, pin_set, report)
+            if why:
+                report.corrupt.append(f"{rel_path}: {why}")
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() or path.is_symlink():
+            rel = path.relative_to(directory).as_posix()
+            if rel not in expected:
+                report.extra.append(rel)
+    return report
+
+
+def _check_archive(directory: Path, rel_path: str, want: dict, listed: dict, pin_set, report) -> str | None:
+    from .download import file_sha256
+
+    path = directory / rel_path
+    if ".." in rel_path.split("/") or not path.is_file():
+        report.missing.append(rel_path)
+        return None
+    if listed and listed.get(rel_path) != want.get("sha256"):
+        return "the manifest and mirror.json disagree on its sha256"
+    pin = _pin_for(pin_set, rel_path)
+    sha, size = (pin[0], pin[1]) if pin else (want.get("sha256"), want.get("size"))
+    if not pin:
+        report.unpinned.append(rel_path)
+    actual_size = path.stat().st_size
+    if size is not None and actual_size != size:
+        return f"size {actual_size}, expected {size}"
+    actual = file_sha256(path)
+    if actual != sha:
+        return f"sha256 {actual}, expected {sha}" + (" (cudaenv pins)" if pin else "")
+    return None

@@ -1,0 +1,222 @@
+"""`cudaenv mirror create|verify` end to end: a loopback upstream in NVIDIA's exact manifest
+format (tests/redist_mirror.py), the mirror served by the real `python -m http.server`,
+installs into fresh stores with the upstream stopped, and a corrupted archive refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from httpserver import FileServer, closed_port
+from redist_mirror import RedistMirror
+from toolkits import base_env
+
+RELEASES = ("12.8.1", "13.0.0", "13.0.2")
+BOTH = "linux-x86_64,linux-sbsa"
+# Fixture releases are not in cudaenv's shipped pins: the mirror is the trust root here,
+# and every archive is still held to its manifest's sha256 and size.
+TRUST = {"CUDAENV_TRUST_MIRROR": "1"}
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    m = RedistMirror(tmp_path / "upstream")
+    for rel in RELEASES:
+        m.add_release(rel)
+    with FileServer(m.root) as srv:
+        srv.mirror = m
+        yield srv
+
+
+def cli(tmp: Path, name: str, *args, url: str, **extra):
+    """The real CLI with its own store (tmp/name) reading redist from `url`."""
+    env = base_env(tmp / name / "root", CUDAENV_REDIST_URL=url, CUDAENV_RETRY_BACKOFF="0.01",
+                   CUDAENV_REDIST_PLATFORM="linux-x86_64", **TRUST, **extra)
+    return subprocess.run([sys.executable, "-m", "cudaenv", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def archive_hits(srv) -> int:
+    return sum(1 for r in srv.requests if r[1].endswith(".tar.xz"))
+
+
+class StaticServer:
+    """`python -m http.server` serving a directory, as an admin would run it."""
+
+    def __init__(self, directory: Path):
+        self.port = closed_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1",
+                                      "--directory", str(directory)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"http://127.0.0.1:{self.port}/"
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("python -m http.server did not start")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+def test_create_serve_install_offline_then_refuse_corruption(tmp_path, upstream):
+    mirror = tmp_path / "mirror"
+    r = cli(tmp_path, "admin", "mirror", "create", str(mirror), "12.8", "13.0", "--platform", BOTH,
+            url=upstream.url)
+    assert r.returncode == 0, r.stderr
+    assert "mirrored 12.8.1, 13.0.2" in r.stdout
+    names = sorted(n for n in os.listdir(mirror) if n.startswith("redistrib_"))
+    assert names == ["redistrib_12.8.1.json", "redistrib_13.0.2.json"]  # the newest patch of each
+    state = json.loads((mirror / "mirror.json").read_text())
+    assert state["schema"] == "cudaenv.mirror/1" and state["upstream"] == upstream.url
+    rel = state["releases"]["13.0.2"]
+    assert rel["profiles"] == ["build"] and rel["platforms"] == ["linux-sbsa", "linux-x86_64"]
+    for rel_path, pin in rel["archives"].items():
+        assert upstream.mirror.root.joinpath(rel_path).read_bytes() == (mirror / rel_path).read_bytes()
+        assert len(pin["sha256"]) == 64 and pin["pinned_by"] in ("manifest", "cudaenv pins")
+    assert {a["platform"] for a in rel["archives"].values()} == {"linux-x86_64", "linux-sbsa"}
+    # The manifest is upstream's content, so a pin over its canonical JSON still matches.
+    assert json.loads((mirror / "redistrib_13.0.2.json").read_text()) == upstream.mirror.manifests["13.0.2"]
+
+    upstream.stop()  # from here on the source is unreachable
+    served = StaticServer(mirror)
+    try:
+        r = cli(tmp_path, "user1", "install", "13.0", "--source", "redist", "-q", url=served.url)
+        assert r.returncode == 0, r.stderr
+        nvcc = tmp_path / "user1" / "root" / "versions" / "13.0.2" / "bin" / "nvcc"
+        assert "release 13.0, V13.0.88" in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        # The same tree as a file:// mirror (a shared filesystem or a USB disk).
+        r = cli(tmp_path, "user2", "install", "12.8", "--source", "redist", "-q", url=mirror.as_uri() + "/")
+        assert r.returncode == 0, r.stderr
+
+        r = cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=served.url)
+        assert r.returncode == 0 and "intact" in r.stdout, r.stdout
+
+        # Corrupt one archive in place, same size: the install must refuse it, and verify must say so.
+        victim = rel_path_of(state, "13.0.2", "cuda_cudart", "linux-x86_64")
+        data = bytearray((mirror / victim).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (mirror / victim).write_bytes(bytes(data))
+        r = cli(tmp_path, "user3", "install", "13.0", "--source", "redist", "-q", url=served.url)
+        assert r.returncode != 0
+        assert "sha256 mismatch" in r.stderr and victim in r.stderr, r.stderr
+        assert not (tmp_path / "user3" / "root" / "versions" / "13.0.2").exists()
+    finally:
+        served.stop()
+
+    (mirror / rel_path_of(state, "12.8.1", "cuda_nvcc", "linux-sbsa")).unlink()
+    (mirror / "cuda_nvcc" / "stray.tar.xz").write_bytes(b"not ours")
+    r = cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=mirror.as_uri())
+    assert r.returncode == 2, r.stdout
+    lines = r.stdout.splitlines()
+    assert f"corrupt: {victim}: sha256" in "\n".join(lines)
+    assert f"missing: {rel_path_of(state, '12.8.1', 'cuda_nvcc', 'linux-sbsa')}" in lines
+    assert "extra:   cuda_nvcc/stray.tar.xz" in lines
+    assert lines[-1].endswith("NOT intact")
+
+
+def rel_path_of(state: dict, release: str, component: str, platform: str) -> str:
+    return next(p for p, a in state["releases"][release]["archives"].items()
+                if a["component"] == component and a["platform"] == platform)
+
+
+def test_incremental_fetches_only_what_is_new(tmp_path, upstream):
+    mirror = tmp_path / "mirror"
+    assert cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", url=upstream.url).returncode == 0
+    first = archive_hits(upstream)
+    assert first > 0
+
+    # A full release already mirrored: nothing at all is asked of the upstream server.
+    upstream.clear()
+    r = cli(tmp_path, "b", "mirror", "create", str(mirror), "13.0.2", url=upstream.url)
+    assert r.returncode == 0 and "nothing fetched" in r.stdout, r.stdout
+    assert upstream.requests == []
+    # A MAJOR.MINOR spec needs the listing to know the newest patch, and no archive.
+    r = cli(tmp_path, "b", "mirror", "create", str(mirror), "13.0", url=upstream.url)
+    assert r.returncode == 0 and "0 new" in r.stdout, r.stdout
+    assert archive_hits(upstream) == 0
+
+    # Another release and another platform: only their archives.
+    upstream.clear()
+    r = cli(tmp_path, "c", "mirror", "create", str(mirror), "12.8", "13.0", "--platform", BOTH, url=upstream.url)
+    assert r.returncode == 0, r.stderr
+    state = json.loads((mirror / "mirror.json").read_text())
+    new = [p for rel in ("12.8.1", "13.0.2") for p, a in state["releases"][rel]["archives"].items()
+           if rel == "12.8.1" or a["platform"] == "linux-sbsa"]
+    fetched = sorted(r[1] for r in upstream.requests if r[1].endswith(".tar.xz"))
+    assert fetched == sorted(new)
+    assert cli(tmp_path, "c", "mirror", "verify", str(mirror), url=upstream.url).returncode == 0
+
+
+def test_interrupted_run_resumes(tmp_path, upstream):
+    mirror = tmp_path / "mirror"
+    # One download at a time: nvcc completes, then cudart fails and stops the run.
+    state_rel = "cuda_cudart/linux-x86_64/" + upstream.mirror.archive("13.0.2", "cuda_cudart").name
+    upstream.fault(state_rel, "status500", times=None)
+    r = cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", url=upstream.url,
+            CUDAENV_DOWNLOAD_RETRIES="0", CUDAENV_DOWNLOAD_JOBS="1")
+    assert r.returncode == 2 and r.stderr.splitlines()[-1].startswith("cudaenv: "), r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (mirror / state_rel).exists()
+    # What the failed run finished is in its download cache, keyed by sha256.
+    cached = set(os.listdir(tmp_path / "a" / "cache" / "sha256"))
+    done_before = {info["linux-x86_64"]["relative_path"] for info in upstream.mirror.manifests["13.0.2"].values()
+                   if isinstance(info, dict) and info.get("linux-x86_64", {}).get("sha256") in cached}
+    assert "13.0.2" not in json.loads((mirror / "mirror.json").read_text())["releases"] \
+        if (mirror / "mirror.json").exists() else True
+
+    upstream.clear()  # the server recovers; the same admin (same cache) runs it again
+    r = cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", url=upstream.url)
+    assert r.returncode == 0, r.stderr
+    fetched = [q[1] for q in upstream.requests if q[1].endswith(".tar.xz")]
+    assert any("cuda_nvcc" in p for p in done_before)
+    assert state_rel in fetched and not done_before & set(fetched), (fetched, done_before)
+    assert len(fetched) == len(set(fetched))
+    assert cli(tmp_path, "a", "mirror", "verify", str(mirror), url=upstream.url).returncode == 0
+
+
+def test_upstream_serving_a_bad_archive_is_refused(tmp_path, upstream):
+    mirror = tmp_path / "mirror"
+    bad = "cuda_cudart/linux-x86_64/" + upstream.mirror.archive("13.0.2", "cuda_cudart").name
+    upstream.fault(bad, "wrong_body", times=None)
+    r = cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", url=upstream.url,
+            CUDAENV_DOWNLOAD_RETRIES="0")
+    assert r.returncode == 2 and "sha256 mismatch" in r.stderr, r.stderr
+    assert not (mirror / bad).exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("13.x",), "invalid version '13.x'"),
+    (("9.9",), "no release matching 9.9"),
+    (("system",), "'system' cannot be mirrored"),
+    (("13.0", "--platform", "linux-ppc64le"), "invalid --platform 'linux-ppc64le'"),
+    (("13.0", "--profile", "huge"), "invalid --profile 'huge'"),
+    (("13.0", "--source", "apt"), "invalid --source 'apt'"),
+])
+def test_bad_input_is_one_line(tmp_path, upstream, args, message):
+    r = cli(tmp_path, "a", "mirror", "create", str(tmp_path / "mirror"), *args, url=upstream.url)
+    assert r.returncode == 1, r.stdout
+    assert r.stderr.startswith("cudaenv: ") and message in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    assert not (tmp_path / "mirror" / "mirror.json").exists()
+
+
+def test_refuses_a_directory_that_is_not_a_mirror(tmp_path, upstream):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine")
+    r = cli(tmp_path, "a", "mirror", "create", str(home), "13.0", url=upstream.url)
+    assert r.returncode == 1 and "not a cudaenv mirror" in r.stderr
+    assert sorted(os.listdir(home)) == ["notes.txt"]
+    r = cli(tmp_path, "a", "mirror", "verify", str(home), url=upstream.url)
+    assert r.returncode == 1 and "no mirror.json" in r.stderr

@@ -1,0 +1,197 @@
+"""`cudaenv modulefiles` loaded by the real tools: Debian's Lmod (lua) and Environment
+Modules (Tcl, modulecmd.tcl), in a clean bash, on stub toolkits from tests/toolkits.py.
+
+Debian's lmod and environment-modules packages conflict, so CI installs lmod and unpacks
+environment-modules with dpkg-deb -x (see .ci/run); CUDAENV_TEST_MODULECMD_TCL names its
+modulecmd.tcl when it is not in one of the usual places.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolkits import base_env, make_toolkit, managed
+
+LMOD_INIT = Path("/usr/share/lmod/lmod/init/bash")
+MODULECMD_CANDIDATES = (
+    os.environ.get("CUDAENV_TEST_MODULECMD_TCL", ""),
+    "/usr/lib/x86_64-linux-gnu/modulecmd.tcl",
+    "/usr/share/modules/libexec/modulecmd.tcl",
+    "/opt/environment-modules/usr/lib/x86_64-linux-gnu/modulecmd.tcl",
+)
+
+
+def _modulecmd_tcl() -> str | None:
+    return next((p for p in MODULECMD_CANDIDATES if p and os.path.isfile(p)), None)
+
+
+def module_prelude(fmt: str) -> str:
+    """bash lines that define `module` with the real tool for this format, or skip."""
+    if fmt == "lmod":
+        if not LMOD_INIT.is_file():
+            pytest.skip(f"Lmod is not installed ({LMOD_INIT} missing; apt-get install lmod)")
+        return f"source {LMOD_INIT}\n"
+    tcl = _modulecmd_tcl()
+    tclsh = shutil.which("tclsh8.6") or shutil.which("tclsh")
+    if not (tcl and tclsh):
+        pytest.skip("Environment Modules' modulecmd.tcl or tclsh is missing (see .ci/run: "
+                    "dpkg-deb -x environment-modules, apt-get install tcl8.6)")
+    # What Debian's init/bash defines, minus its autoinit of system-wide module paths.
+    return f'module() {{ eval "$({tclsh} {tcl} bash "$@")"; }}\n'
+
+
+class Site:
+    """A store with managed 12.8.1 and 13.0.2, a discovered 12.6.0, and `cudaenv global 13.0`."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.root = tmp / "cudaenv-root"
+        self.tk = {r: managed(self.root, r) for r in ("12.8.1", "13.0.2")}
+        self.tk["12.6.0"] = make_toolkit(tmp / "sys" / "cuda-12.6", "12.6.0")
+        self.env = base_env(self.root, search=str(tmp / "sys" / "cuda-*"))
+        self.env["MODULEPATH"] = ""
+        # Lmod drops duplicate PATH entries whenever it prepends; start from a PATH without any
+        # so that "purge restores PATH" compares like with like.
+        self.env["PATH"] = ":".join(dict.fromkeys(self.env["PATH"].split(":")))
+        for var in ("LOADEDMODULES", "_LMFILES_", "LMOD_CMD", "MODULESHOME"):
+            self.env.pop(var, None)
+        self.mf = tmp / "modulefiles"
+        self.cli("global", "13.0")
+
+    def cli(self, *args, check=True, env=None):
+        r = subprocess.run([sys.executable, "-m", "cudaenv", *args], capture_output=True, text=True,
+                           env=env or self.env, cwd=self.tmp)
+        if check:
+            assert r.returncode == 0, r.stdout + r.stderr
+        return r
+
+    def shell(self, fmt: str, script: str) -> dict:
+        """Run `script` after `module use`; each `snap NAME` records the environment as JSON."""
+        snap = ('snap() { printf \'%s\\t%s\\t%s\\t%s\\t%s\\n\' "$1" "$(command -v nvcc || echo none)" '
+                '"${CUDA_HOME-unset}" "${CUDAToolkit_ROOT-unset}" "$PATH"; }\n')
+        full = module_prelude(fmt) + snap + "snap before\n" + f"module use {self.mf}\n" + script
+        r = subprocess.run(["bash", "--norc", "--noprofile", "-c", full], capture_output=True, text=True,
+                           env=self.env, cwd=self.tmp)
+        rows = {}
+        for line in r.stdout.splitlines():
+            name, nvcc, home, tkroot, path = line.split("\t")
+            rows[name] = {"nvcc": nvcc, "home": home, "tkroot": tkroot, "path": path}
+        rows["stderr"] = r.stderr
+        return rows
+
+
+@pytest.fixture
+def site(tmp_path):
+    return Site(tmp_path)
+
+
+@pytest.mark.parametrize("fmt", ["lmod", "tcl"])
+def test_load_swap_purge_with_the_real_tool(site, fmt):
+    site.cli("modulefiles", str(site.mf), "--format", fmt)
+    rows = site.shell(fmt, "module load cuda/13.0\nsnap loaded\n"
+                           "module swap cuda/12.8\nsnap swapped\n"
+                           "module purge\nsnap purged\n"
+                           "module load cuda\nsnap default\n"
+                           "module purge\nmodule load cuda/12.6.0\nsnap discovered\n")
+    tk = {r: str(p) for r, p in site.tk.items()}
+    assert rows["loaded"]["nvcc"] == f"{tk['13.0.2']}/bin/nvcc", rows["stderr"]
+    assert rows["loaded"]["home"] == rows["loaded"]["tkroot"] == tk["13.0.2"]
+    assert rows["loaded"]["path"].startswith(f"{tk['13.0.2']}/bin:")
+    assert rows["swapped"]["nvcc"] == f"{tk['12.8.1']}/bin/nvcc"
+    assert rows["swapped"]["home"] == tk["12.8.1"]
+    assert tk["13.0.2"] not in rows["swapped"]["path"]  # switched cleanly: the old bin is gone
+    assert rows["purged"] == rows["before"]
+    assert rows["purged"]["home"] == "unset"
+    assert rows["default"]["home"] == tk["13.0.2"]  # the global selection
+    assert rows["discovered"]["home"] == tk["12.6.0"]
+
+
+@pytest.mark.parametrize("fmt", ["lmod", "tcl"])
+def test_only_one_cuda_at_a_time(site, fmt):
+    site.cli("modulefiles", str(site.mf), "--format", fmt)
+    rows = site.shell(fmt, "module load cuda/13.0.2\nmodule load cuda/12.8.1\nsnap second\n")
+    # Lmod's family() swaps the first out; Environment Modules' conflict refuses the second.
+    expected = "12.8.1" if fmt == "lmod" else "13.0.2"
+    assert rows["second"]["home"] == str(site.tk[expected]), rows["stderr"]
+    added = [p for p in rows["second"]["path"].split(":") if p not in rows["before"]["path"].split(":")]
+    assert added == [f"{site.tk[expected]}/bin"]
+    if fmt == "tcl":
+        assert "conflict" in rows["stderr"].lower()
+
+
+@pytest.mark.parametrize("fmt", ["lmod", "tcl"])
+def test_odd_toolkit_path_is_quoted(site, fmt):
+    odd = make_toolkit(site.tmp / 'sys/cuda-13.1 $HOME [x] "q" \\b', "13.1.0")
+    site.cli("modulefiles", str(site.mf), "--format", fmt)
+    rows = site.shell(fmt, "module load cuda/13.1\nsnap odd\n")
+    assert rows["odd"]["home"] == str(odd), rows["stderr"]
+    assert rows["odd"]["nvcc"] == f"{odd}/bin/nvcc"
+
+
+def test_regenerate_keeps_current_and_leaves_foreign_files(site):
+    family = site.mf / "cuda"
+    site.cli("modulefiles", str(site.mf))
+    assert sorted(os.listdir(family)) == [".modulerc.lua", "12.6.0.lua", "12.8.1.lua", "13.0.2.lua"]
+    (family / "11.4.lua").write_text('-- an admin\'s own modulefile\nsetenv("CUDA_HOME", "/opt/cuda-11.4")\n')
+    r = site.cli("modulefiles", str(site.mf))
+    assert r.stdout.startswith(f"{family}: up to date"), r.stdout
+    shutil.rmtree(site.tk["12.8.1"])
+    r = site.cli("modulefiles", str(site.mf))
+    assert f"removed {family / '12.8.1.lua'}" in r.stdout
+    assert (family / "11.4.lua").exists()
+    assert 'module_version("cuda/12.8.1"' not in (family / ".modulerc.lua").read_text()
+    # Switching format replaces our files and still keeps the admin's.
+    site.cli("modulefiles", str(site.mf), "--format", "tcl")
+    assert sorted(os.listdir(family)) == [".modulerc", "11.4.lua", "12.6.0", "13.0.2"]
+    assert (family / "13.0.2").read_text().startswith("#%Module")
+
+
+def test_refresh_if_configured(site):
+    from cudaenv import modulefiles
+
+    env = dict(site.env)
+    old = {k: os.environ.get(k) for k in ("CUDAENV_ROOT", "CUDAENV_SYSTEM_SEARCH", "CUDAENV_CACHE_DIR")}
+    os.environ.update({k: env[k] for k in old})
+    try:
+        assert modulefiles.refresh_if_configured(env) is None  # nothing configured: nothing done
+        env[modulefiles.DIR_VAR] = str(site.mf)
+        assert modulefiles.refresh_if_configured(env) == f"modulefiles updated in {site.mf / 'cuda'}"
+        assert (site.mf / "cuda" / "13.0.2.lua").is_file()
+        managed(site.root, "13.1.0")  # as `cudaenv install 13.1` leaves it
+        assert modulefiles.refresh_if_configured(env) is not None
+        assert (site.mf / "cuda" / "13.1.0.lua").is_file()
+        assert modulefiles.refresh_if_configured(env) is None  # nothing changed
+        env[modulefiles.FORMAT_VAR] = "rpm"
+        msg = modulefiles.refresh_if_configured(env)
+        assert msg.startswith("modulefiles not updated: invalid modulefile format 'rpm'")
+        env[modulefiles.FORMAT_VAR], env[modulefiles.DIR_VAR] = "tcl", "relative/dir"
+        assert "must be an absolute path" in modulefiles.refresh_if_configured(env)
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+@pytest.mark.parametrize("args, why", [
+    ((), "no DIR given and CUDAENV_MODULEFILES_DIR is not set"),
+    (("{file}",), "not a directory"),
+])
+def test_bad_input_is_one_line(site, args, why):
+    afile = site.tmp / "afile"
+    afile.write_text("x")
+    r = site.cli("modulefiles", *(a.format(file=afile) for a in args), check=False)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.startswith("cudaenv: ") and why in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_directory_from_environment(site):
+    env = {**site.env, "CUDAENV_MODULEFILES_DIR": str(site.mf), "CUDAENV_MODULEFILES_FORMAT": "tcl"}
+    r = site.cli("modulefiles", env=env)
+    assert "default: cuda/13.0.2" in r.stdout
+    assert (site.mf / "cuda" / ".modulerc").read_text().count("module-version cuda/13.0.2 default") == 1
