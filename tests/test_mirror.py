@@ -100,7 +100,9 @@ def test_create_serve_install_offline_then_refuse_corruption(tmp_path, upstream)
         r = cli(tmp_path, "user2", "install", "12.8", "--source", "redist", "-q", url=mirror.as_uri() + "/")
         assert r.returncode == 0, r.stderr
 
-        r = cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=served.url)
+        # The stub archives carry real release numbers: verify against the pins of what upstream served.
+        r = cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=served.url,
+                CUDAENV_PINS=str(upstream.mirror.pins_file))
         assert r.returncode == 0 and "intact" in r.stdout, r.stdout
 
         # Corrupt one archive in place, same size: the install must refuse it, and verify must say so.
@@ -117,7 +119,8 @@ def test_create_serve_install_offline_then_refuse_corruption(tmp_path, upstream)
 
     (mirror / rel_path_of(state, "12.8.1", "cuda_nvcc", "linux-sbsa")).unlink()
     (mirror / "cuda_nvcc" / "stray.tar.xz").write_bytes(b"not ours")
-    r = cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=mirror.as_uri())
+    r = cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=mirror.as_uri(),
+            CUDAENV_PINS=str(upstream.mirror.pins_file))
     assert r.returncode == 2, r.stdout
     lines = r.stdout.splitlines()
     assert f"corrupt: {victim}: sha256" in "\n".join(lines)
