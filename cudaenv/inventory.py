@@ -60,6 +60,10 @@ def installed() -> list[Installed]:
         return []
     seen: dict[str, Installed] = {}
     for name in names:
+        # Full releases and `system` name every toolkit once (the shim's hint
+        # reads the same files).
+        if name != "system" and name.count(".") != 2:
+            continue
         try:
             parse_spec(name)
         except InvalidVersion:
@@ -72,7 +76,10 @@ def installed() -> list[Installed]:
         if len(lines) < 3 or not os.path.isdir(os.path.join(lines[0], "bin")):
             continue
         seen.setdefault(lines[0], Installed(lines[1], lines[0], lines[2]))
-    return sorted(seen.values(), key=lambda t: (_release_key(t.release), t.root))
+    unique: dict[str, Installed] = {}
+    for tk in seen.values():
+        unique.setdefault(tk.release, tk)  # one line per release, as the shim's hint has it
+    return sorted(unique.values(), key=lambda t: (_release_key(t.release), t.root))
 
 
 def with_program(name: str) -> list[Installed]:

@@ -40,8 +40,21 @@ if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
                 exec "$_ce_next" "$@"
             fi
         done
+        IFS=$_ce_saved_ifs
+        set +f
     fi
     printf "cudaenv: '%s' is not in the selected toolkit %s (%s)\n" "$_ce_name" "$_ce_root" "$_ce_origin" >&2
+    # pyenv's hint: which installed toolkits do have it (full-release aliases
+    # and system, as cudaenv.inventory lists them).
+    _cudaenv_root
+    _ce_have=
+    for _ce_alias in "$_ce_r"/aliases/*.*.* "$_ce_r"/aliases/system; do
+        [ -f "$_ce_alias" ] || continue
+        { IFS= read -r _ce_ar && IFS= read -r _ce_rel; } <"$_ce_alias" || continue
+        case ", $_ce_have, " in *", $_ce_rel, "*) continue ;; esac
+        [ -f "$_ce_ar/bin/$_ce_name" ] && [ -x "$_ce_ar/bin/$_ce_name" ] && _ce_have=${_ce_have:+$_ce_have, }$_ce_rel
+    done
+    [ -z "$_ce_have" ] || printf "The '%s' command exists in these toolkits: %s\n" "$_ce_name" "$_ce_have" >&2
     exit 127
 fi
 # A toolkit whose bin/ is this shims directory would exec this file forever.

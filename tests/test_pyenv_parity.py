@@ -402,3 +402,12 @@ def test_versions__executables(store):
     p = cli(env, "versions", "--executables")
     assert p.returncode == 0
     assert {"nvcc", "ptxas", "cuobjdump"} <= set(p.stdout.split())
+
+
+def test_shim__command_exists_in_other_versions(store, tmp_path):
+    """The shim's error names the toolkits that have the program, as `which` does."""
+    root, env, proj = store
+    env = dict(env, CUDAENV_VERSION="13.0", PATH=f"{root / 'shims'}:/usr/bin:/bin")
+    p = subprocess.run(["cuobjdump", "--version"], env=env, capture_output=True, text=True)
+    assert p.returncode == 127
+    assert "The 'cuobjdump' command exists in these toolkits: 12.8.1" in p.stderr
