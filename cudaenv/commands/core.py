@@ -88,6 +88,8 @@ def versions(bare, as_json):
         detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
         if tk.nvcc_version:
             detail += f", nvcc {tk.nvcc_version}"
+        if tk.managed and tk.contents:
+            detail += f" ({tk.contents})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
     if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
         click.echo(f"* system -> {cur.root} ({cur.origin})")
