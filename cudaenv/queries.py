@@ -66,8 +66,11 @@ def which_path(cmd: str):
     r = selection.current()
     path = os.path.join(str(r.root), "bin", cmd)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        from .components import missing_tool_hint  # only on this error path
+
+        hint = missing_tool_hint(cmd, r.release, r.origin == "cudaenv")
         err = selection.NotInstalled(
-            f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})"
+            f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})" + (f"; {hint}" if hint else "")
         )
         raise err
     return path, r

@@ -556,3 +556,19 @@ def test_unknown_far_version_lists_nearest_in_version_order(env, srv):
     assert r.returncode == 1
     near = r.stderr.split("nearest available: ")[1].strip().split(", ")
     assert near == sorted(near, key=lambda v: tuple(map(int, v.split(".")))) and len(near) >= 2
+
+
+def test_missing_tool_says_how_to_add_it(env, srv):
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    (env.cwd / ".cuda-version").write_text("13.0\n")
+    r = env.run("which", "cuobjdump")
+    assert r.returncode == 127 and "add it with: cudaenv install 13.0.2 --with cuobjdump" in r.stderr
+    r = env.run("which", "ncu")
+    assert r.returncode == 127 and "Nsight Compute, which cudaenv does not install" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_shell_version_not_installed_names_the_command_line(env):
+    r = env.run("sh-shell", "--shell", "bash", "12.9")
+    assert r.returncode == 127
+    assert "(set by the command line)" in r.stderr and "CUDAENV_VERSION" not in r.stderr
