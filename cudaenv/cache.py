@@ -124,6 +124,7 @@ class Linker:
     def __init__(self):
         self.mode = "hardlink"
         self.files = 0
+        self.symlinks: list[str] = []  # every symlink placed, for verify_symlinks
 
     def place(self, src: str, dst: str) -> None:
         self.files += 1
@@ -156,40 +157,56 @@ def link_tree(src: Path, dest: Path, linker: Linker, skip=(TREE_MARKER,)) -> Non
     """Merge the tree `src` into `dest`; a later tree's file replaces an earlier one's, as extraction does.
 
     Never writes through a symlink that leads out of `dest`: a directory of `src`
-    whose place in `dest` is a symlink is followed only when it resolves inside."""
+    whose place in `dest` is already a symlink is followed only when it resolves
+    inside. Uses the directory entries' types (no stat per file) and tries each
+    link first, looking only on a collision: a reinstall is syscall-bound."""
     real_dest = os.path.realpath(dest)
-    src_s = str(src)
-    for dirpath, dirnames, filenames in os.walk(src_s):
-        rel = os.path.relpath(dirpath, src_s)
-        out = str(dest) if rel == "." else os.path.join(dest, rel)
-        if not _inside(real_dest, os.path.realpath(out)):
-            raise OSError(errno.EXDEV, f"{rel!r} leads outside the toolkit")
-        keep = []
-        for name in dirnames:
-            s = os.path.join(dirpath, name)
-            t = os.path.join(out, name)
-            if os.path.islink(s):
-                filenames.append(name)  # a symlink to a directory is placed as a symlink
-                continue
-            if os.path.lexists(t) and not os.path.isdir(t):
-                os.unlink(t)
-            if not os.path.lexists(t):
+    _link_dir(str(src), str(dest), real_dest, linker, set(skip))
+
+
+def _link_dir(src: str, out: str, real_dest: str, linker: Linker, skip) -> None:
+    with os.scandir(src) as it:
+        entries = list(it)
+    for entry in entries:
+        if entry.name in skip:
+            continue
+        t = os.path.join(out, entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            try:
                 os.mkdir(t, 0o755)
-            keep.append(name)
-        dirnames[:] = keep
-        for name in filenames:
-            if rel == "." and name in skip:
-                continue
-            s = os.path.join(dirpath, name)
-            t = os.path.join(out, name)
-            if os.path.lexists(t):
-                if os.path.isdir(t) and not os.path.islink(t):
-                    raise OSError(errno.EISDIR, f"{os.path.join(rel, name)!r}: a file where another archive has a directory")
+            except FileExistsError:
+                if os.path.islink(t):
+                    if not (os.path.isdir(t) and _inside(real_dest, os.path.realpath(t))):
+                        raise OSError(errno.EXDEV, f"{t!r} leads outside the toolkit") from None
+                elif not os.path.isdir(t):
+                    os.unlink(t)
+                    os.mkdir(t, 0o755)
+            _link_dir(entry.path, t, real_dest, linker, ())
+            continue
+        for attempt in (0, 1):
+            try:
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), t)
+                    linker.symlinks.append(t)
+                else:
+                    linker.place(entry.path, t)
+                break
+            except FileExistsError:
+                if attempt or (os.path.isdir(t) and not os.path.islink(t)):
+                    raise OSError(errno.EISDIR, f"{t!r}: a file where another archive has a directory") from None
                 os.unlink(t)
-            if os.path.islink(s):
-                os.symlink(os.readlink(s), t)
-            else:
-                linker.place(s, t)
+
+
+def verify_symlinks(root: Path, linker: Linker) -> None:
+    """Every symlink the trees put into `root` must resolve inside it, now that all are merged
+    (the same rule as extract.verify_links, checked on the links placed instead of a walk)."""
+    from .extract import UnsafeArchive
+
+    real_root = os.path.realpath(root)
+    for path in linker.symlinks:
+        if not _inside(real_root, os.path.realpath(path)):
+            rel = os.path.relpath(path, root)
+            raise UnsafeArchive(f"symlink {rel!r} -> {os.readlink(path)!r} resolves outside the toolkit")
 
 
 def touch(path: Path) -> None:

@@ -465,7 +465,7 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
            progress: Progress, notes: list[str], started: float) -> Result:
     from . import cache, layout
     from .download import Downloader, cached_path
-    from .extract import UnsafeArchive, verify_links
+    from .extract import UnsafeArchive
 
     release = Release.parse(plan.release)
     final = store.version_path(release)
@@ -503,7 +503,7 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
                 tree = trees.get(art.sha256) or cache.tree_path(art.sha256)
                 cache.touch(tree / cache.TREE_MARKER)
                 cache.link_tree(tree, staging, linker)
-            verify_links(staging)
+            cache.verify_symlinks(staging, linker)
         except UnsafeArchive as e:
             raise SourceFailure(f"refusing unsafe archive: {e}") from None
         except OSError as e:
