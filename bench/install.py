@@ -20,6 +20,7 @@ from CUDAENV_TEST_CACHE, default ~/.cache/cudaenv-test, when the PyPI end-to-end
 test has fetched them, else downloaded once before timing). Each run times:
 
   cp -a           cp -a of the installed toolkit tree (baseline)
+  start-up        cudaenv install --help: the interpreter and click, the floor of any command
   cold            install into a fresh root and a cache holding only the archives
                   and the resolved plan: unpack everything, then link
   uninstall+install  cudaenv uninstall R --yes; cudaenv install R (warm cache)
@@ -96,13 +97,15 @@ def reinstall(args) -> None:
         tree = work / "root1" / "versions" / release
         size = sum(f.stat().st_size for f in tree.rglob("*") if f.is_file() and not f.is_symlink())
         files = sum(1 for f in tree.rglob("*") if f.is_file() and not f.is_symlink())
-        times = {"cp -a of the tree (baseline)": [], "cold (unpack archives)": [],
+        times = {"cp -a of the tree (baseline)": [], "cudaenv install --help (start-up)": [],
+                 "cold (unpack archives)": [],
                  "uninstall + install": [], "install (after uninstall)": [], "second CUDAENV_ROOT": []}
         for i in range(args.runs):
             dest = work / f"copy{i}"
             times["cp -a of the tree (baseline)"].append(timed(lambda: subprocess.run(
                 ["cp", "-a", str(tree), str(dest)], check=True)))
             shutil.rmtree(dest)
+            times["cudaenv install --help (start-up)"].append(timed(lambda: cli(env, "install", "--help")))
             cold_cache = work / f"cold{i}"
             seed_archives(cold_cache)
             for f in (warm / "sha256").iterdir():  # archives fetched by the first install, if any
