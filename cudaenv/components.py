@@ -42,6 +42,28 @@ NOT_TOOLKIT = (
 )
 
 
+# bin/ programs -> the generic component that provides them, for "how do I get X" hints.
+TOOL_COMPONENTS = {
+    "nvcc": "nvcc", "ptxas": "nvcc", "fatbinary": "nvcc", "nvlink": "nvcc", "cudafe++": "nvcc",
+    "bin2c": "nvcc", "cuobjdump": "cuobjdump", "nvdisasm": "nvdisasm", "nvprune": "nvprune",
+    "cu++filt": "cuxxfilt", "cuda-gdb": "gdb", "cuda-gdbserver": "gdb", "compute-sanitizer": "sanitizer",
+}
+# Tools NVIDIA ships outside the toolkit packages, which no install source here provides.
+NOT_OFFERED = {"ncu": "Nsight Compute", "nsys": "Nsight Systems", "nvidia-smi": "the NVIDIA driver"}
+
+
+def missing_tool_hint(tool: str, release: str, managed: bool) -> str:
+    """What to do about a tool the selected toolkit lacks (one clause, for an error message)."""
+    if tool in NOT_OFFERED:
+        return f"{tool} comes with {NOT_OFFERED[tool]}, which cudaenv does not install"
+    comp = TOOL_COMPONENTS.get(tool)
+    if comp is None:
+        return ""
+    if not managed:
+        return f"it belongs to the {comp} component; install a toolkit that has it: cudaenv install {release} --with {comp}"
+    return f"add it with: cudaenv install {release} --with {comp} (if the toolkit's source offers {comp})"
+
+
 def is_toolkit_package(name: str) -> bool:
     return not any(fragment in name for fragment in NOT_TOOLKIT)
 

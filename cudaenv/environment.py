@@ -17,6 +17,10 @@ import shlex
 from pathlib import Path
 
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
+# systemd's own default PATH for services (systemd.exec(5), "Environment variables
+# in spawned processes"): a unit gets the toolkit's bin in front of this, not the
+# interactive PATH of whoever ran `cudaenv env` (venvs, duplicates, home dirs).
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 FORMATS = ("sh", "fish", "systemd", "dotenv", "json")
 
 
@@ -49,6 +53,17 @@ def toolkit_env(root: Path, env=None) -> dict[str, str]:
         out["LD_LIBRARY_PATH"] = ":".join([lib] + ld)
         out["CUDAENV_LD_ENTRY"] = lib
     return out
+
+
+def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, str]:
+    """The variables for a service or IDE: no CUDAENV_*_ENTRY bookkeeping, and unless
+    `inherit_path`, PATH is the toolkit's bin followed by the standard system PATH."""
+    variables = toolkit_env(root, env)
+    variables.pop("CUDAENV_PATH_ENTRY", None)
+    variables.pop("CUDAENV_LD_ENTRY", None)
+    if not inherit_path:
+        variables["PATH"] = f"{os.path.join(str(root), 'bin')}:{SYSTEM_PATH}"
+    return variables
 
 
 def applied(root: Path, env=None) -> dict[str, str]:

@@ -1,16 +1,24 @@
 """Install and uninstall toolkits: the transaction around sources, downloads and extraction.
 
 An install of release R:
-  1. validate the spec, pick the source and the newest matching release;
+  0. when a release matching the request is installed and has every component
+     asked for, answer from the store: no network (unless --refresh or --force);
+  1. validate the spec, pick the source and the newest matching release (an
+     exact release planned before is read from the plan cache, see cache.py);
   2. take locks/R.lock (flock): a second install of R waits, then finds it installed;
-  3. check free space, download every archive (verified against size and sha256);
+  3. check free space, download the archives not unpacked before (verified
+     against size and sha256; two installs sharing an archive fetch it once);
   4. make staging/R-<pid>-<random>/ (same filesystem as versions/), guarded by its own
      flock so a cleaner never removes the staging of a running install;
-  5. check free space again, extract all archives in parallel with the checks of
-     extract.py, re-check every symlink, let the source fix the layout;
-  6. smoke test: bin/nvcc --version must report R's major.minor;
+  5. unpack each new archive once into the cache's content-addressed trees
+     (with the checks of extract.py), then hardlink the trees into the staging
+     tree (reflink or copy across filesystems), re-check every symlink, let the
+     source fix the layout, add the -lcuda stub if the source has none;
+  6. smoke test: bin/nvcc --version must report R's major.minor; check the layout;
   7. write the receipt into the staging tree, rename it to versions/R in one
-     rename(2), then rehash.
+     rename(2) (an installed R is swapped with renameat2(RENAME_EXCHANGE)), then rehash.
+Adding components to an installed R builds the staging tree from the installed
+one (hardlinks) plus the new archives, and swaps it in the same way.
 Any failure, SIGINT or SIGTERM removes the staging tree; after a SIGKILL the next
 install removes it. versions/ only ever holds complete toolkits.
 """
@@ -30,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import components, store
+from . import components, extract, store
 from .progress import Progress, human_bytes, quiet
 from .sources import Plan, SourceError, UnknownComponent, UnknownRelease
 from .versions import InvalidVersion, Release, Spec, newest_match, parse_spec
@@ -63,19 +71,20 @@ class Result:
     source: str
     root: Path
     profile: str
-    status: str  # "installed" | "already installed"
+    status: str  # "installed" | "updated" (components added) | "already installed"
     components: dict = field(default_factory=dict)
     downloaded_bytes: int = 0
     cache_hits: int = 0
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    added: list[str] = field(default_factory=list)  # components an update added
 
     def to_json(self) -> dict:
         return {
             "release": self.release, "source": self.source, "root": str(self.root),
             "profile": self.profile, "status": self.status, "components": self.components,
             "downloaded_bytes": self.downloaded_bytes, "cache_hits": self.cache_hits,
-            "notes": self.notes, "seconds": round(self.seconds, 3),
+            "notes": self.notes, "seconds": round(self.seconds, 3), "added": self.added,
         }
 
 
@@ -108,7 +117,7 @@ def nearest(spec: Spec, releases: list[Release], n: int = 4) -> list[str]:
         same = next((i for i, (a, b) in enumerate(zip(want, (r.major, r.minor, r.patch))) if a != b), 3)
         return (-same, abs(r.major - want[0]), abs(r.minor - want[1]), abs(r.patch - want[2]))
 
-    return [str(r) for r in sorted(set(releases), key=distance)[:n]]
+    return [str(r) for r in sorted(sorted(set(releases), key=distance)[:n])]
 
 
 def _valid_releases(names) -> list[Release]:
@@ -147,14 +156,14 @@ def choose(spec: Spec, source: str, profile: str, extra) -> tuple[object, Plan, 
         except UnknownComponent as e:
             raise BadInput(str(e)) from None
         except UnknownRelease as e:
-            tried.append(f"{name}: {e}")
+            tried.append(_prefixed(name, e))
         except registry.SourceUnavailable as e:
             all_unknown = False
             notes.append(f"skipped {e}")
             tried.append(str(e))
         except SourceError as e:
             all_unknown = False
-            tried.append(f"{name}: {e}")
+            tried.append(_prefixed(name, e))
         if len(names) > 1 and tried:
             notes.append(f"{tried[-1]}; trying the next source")
     near = nearest(spec, unknown)
@@ -263,23 +272,74 @@ def smoke_test(root: Path, release: Release) -> str:
 
 # -- the transaction -------------------------------------------------------------
 
-def _extract_all(items, staging: Path, progress: Progress) -> None:
+PROFILE_ORDER = tuple(components.PROFILES)  # minimal < build < full
+
+
+def profile_label(profile: str, extra) -> str:
+    """'minimal', or 'minimal + cublas, nvrtc' when components were added to the profile."""
+    extra = sorted(extra)
+    return f"{profile} + {', '.join(extra)}" if extra else profile
+
+
+def _larger_profile(a: str, b: str) -> str:
+    rank = {p: i for i, p in enumerate(PROFILE_ORDER)}
+    return a if rank.get(a, 0) >= rank.get(b, 0) else b
+
+
+def _covers(receipt: dict, profile: str, extra: set[str]) -> bool:
+    """True when the installed toolkit already has the profile and every component asked for."""
+    have_profile = receipt.get("profile", "minimal")
+    if _larger_profile(have_profile, profile) != have_profile:
+        return False
+    have = set(receipt.get("extra") or ()) | set(components.PROFILES.get(have_profile, ()))
+    have |= set(receipt.get("components") or {})
+    return extra <= have or have_profile == "full" and extra <= components.KNOWN | have
+
+
+def _known_releases() -> list[Release]:
+    """Releases the shipped data knows of (a floor: newer ones appear only with --refresh)."""
+    from . import data
+
+    return _valid_releases(set(data.load("nvcc_releases.json").get("nvcc_to_release", {}).values()))
+
+
+def newer_hint(spec: Spec, installed: Release) -> str | None:
+    """How to get a newer release matching `spec` than the installed one, judged without the network."""
+    newer = [r for r in _known_releases() if spec.matches(r) and r > installed]
+    if newer:
+        best = max(newer)
+        return f"CUDA {best} is newer than {installed}: cudaenv install {best}"
+    if len(spec.parts) < 3:
+        return f"to look for a newer {spec.text} release than {installed}: cudaenv install {spec.text} --refresh"
+    return None
+
+
+def _installed_target(spec: Spec) -> Release | None:
+    hits = [t.release_key for t in store.managed_toolkits() if spec.parts and spec.matches(t.release)]
+    return max(hits) if hits else None
+
+
+def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
+    """sha256 -> unpacked tree for every item, extracting the ones not unpacked before, in parallel."""
     import threading
 
-    from . import extract
+    from . import cache
 
     cancel = threading.Event()
+    trees: dict[str, Path] = {}
 
     def one(item):
         try:
-            extract.extract_artifact(item.path, item.artifact.kind, staging, item.artifact.subdir, cancel)
+            tree, extracted = cache.unpack(item, cancel, fresh=fresh)
         except extract.UnsafeArchive as e:
             # The cached file is named by its sha256; name the archive the way the user knows it.
             known_as = f"{item.artifact.filename} ({item.artifact.url})"
             text = str(e)
             raise extract.UnsafeArchive(text.replace(item.path.name, known_as, 1) if item.path.name in text
                                         else f"{known_as}: {text}") from None
-        progress.item_done(f"  {item.artifact.filename}: extracted")
+        cache.touch(tree / cache.TREE_MARKER)
+        progress.item_done(f"  {item.artifact.filename}: {'extracted' if extracted else 'unpacked before'}")
+        return item.artifact.sha256, tree
 
     # Largest first so the longest archive is never started last.
     ordered = sorted(items, key=lambda i: -(i.artifact.size or 0))
@@ -288,120 +348,226 @@ def _extract_all(items, staging: Path, progress: Progress) -> None:
         futures = [pool.submit(one, i) for i in ordered]
         try:
             for fut in futures:
-                fut.result()
+                sha, tree = fut.result()
+                trees[sha] = tree
         except BaseException:
-            # Stop the other archives at their next member so the staging tree
-            # can be removed without a worker still writing into it.
+            # Stop the other archives at their next member so their temp trees
+            # can be removed without a worker still writing into them.
             cancel.set()
             for fut in futures:
                 fut.cancel()
             raise
+    return trees
 
 
-def _receipt(plan: Plan, report, extra) -> dict:
+def _receipt(plan: Plan, extra, previous: dict | None = None) -> dict:
     from . import __version__
 
+    comps = dict((previous or {}).get("components") or {})
+    comps.update({
+        a.component: {"version": a.version, "sha256": a.sha256, "size": a.size, "filename": a.filename}
+        for a in plan.artifacts
+    })
     return {
         "release": plan.release,
         "source": plan.source,
         "platform": plan.platform,
         "profile": plan.profile,
         "extra": sorted(extra),
-        "components": {
-            i.artifact.component: {
-                "version": i.artifact.version, "sha256": i.artifact.sha256,
-                "size": i.artifact.size, "filename": i.artifact.filename,
-            }
-            for i in report.items
-        },
+        "components": comps,
         "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "cudaenv": __version__,
     }
 
 
-def _already(spec_release: Release, source: str, profile: str, started: float) -> Result:
-    root = store.version_path(spec_release)
+def _already(release: Release, started: float, notes=()) -> Result:
+    root = store.version_path(release)
     receipt = store.read_receipt(root)
-    return Result(str(spec_release), receipt.get("source", source), root, receipt.get("profile", profile),
-                  "already installed", components=receipt.get("components", {}),
+    return Result(str(release), receipt.get("source", "?"), root,
+                  profile_label(receipt.get("profile", "minimal"), receipt.get("extra") or ()),
+                  "already installed", components=receipt.get("components", {}), notes=list(notes),
                   seconds=time.monotonic() - started)
 
 
+def _prefixed(name: str, error) -> str:
+    text = str(error)
+    return text if text.startswith(f"{name}:") else f"{name}: {text}"
+
+
+def _plan_for(spec: Spec, source: str, profile: str, extra: set[str], refresh: bool):
+    """(source object, plan, notes): from the plan cache for an exact release, else from the sources."""
+    from . import cache
+    from .sources import registry
+
+    if len(spec.parts) == 3 and not refresh:
+        try:
+            names = registry.candidates(source)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+        for name in names:
+            plan = cache.load_plan(name, spec.text, profile, extra)
+            if plan is not None:
+                try:
+                    return registry.get(name), plan, []
+                except registry.SourceUnavailable:
+                    continue
+    src, plan, notes = choose(spec, source, profile, extra)
+    cache.save_plan(plan, extra)
+    return src, plan, notes
+
+
 def install(release_spec: str | None = None, source: str = "auto", profile: str = "minimal",
-            extra=(), force: bool = False, keep_cache: bool = False,
+            extra=(), force: bool = False, refresh: bool = False, keep_cache: bool = True,
             progress: Progress | None = None) -> Result:
-    """Install the newest release matching `release_spec` (None: the current selection)."""
+    """Install the newest release matching `release_spec` (None: the current selection).
+
+    An installed release that matches is answered from the store without the
+    network, unless `force` (rebuild it) or `refresh` (ask the sources again).
+    Asking an installed release for a larger profile or more components adds
+    them in place: only the new archives are fetched and the tree is swapped
+    in atomically. `keep_cache` is accepted for compatibility: archives are
+    always kept (see `cudaenv cache prune`)."""
+    del keep_cache
     started = time.monotonic()
     progress = progress or quiet()
     if profile not in components.PROFILES:
         raise BadInput(f"unknown profile {profile[:40]!r}: allowed are {', '.join(components.PROFILES)}")
-    spec, origin = requested_spec(release_spec)
-    if len(spec.parts) == 3 and not force and store.version_path(Release.parse(spec.text)).is_dir():
-        return _already(Release.parse(spec.text), source, profile, started)
+    extra = set(extra)
+    if release_spec is not None and release_spec.strip() == "latest":
+        spec, origin = Spec("latest", ()), "the command line"
+    else:
+        spec, origin = requested_spec(release_spec)
+
+    previous: dict | None = None
+    target = None if (force or refresh) else _installed_target(spec)
+    if target is not None:
+        receipt = store.read_receipt(store.version_path(target))
+        if _covers(receipt, profile, extra):
+            hint = newer_hint(spec, target) if len(spec.parts) < 3 else None
+            return _already(target, started, [hint] if hint else [])
+        # Grow the installed toolkit: the union of what it has and what was asked.
+        previous = receipt
+        profile = _larger_profile(receipt.get("profile", "minimal"), profile)
+        extra |= set(receipt.get("extra") or ())
+        source = receipt.get("source", source)
+        spec = Spec(str(target), (target.major, target.minor, target.patch))
     for name in clean_stale_staging():
         progress.message(f"removed stale staging {name}")
 
-    src, plan, notes = choose(spec, source, profile, extra)
+    src, plan, notes = _plan_for(spec, source, profile, extra, refresh)
     for note in notes:
         progress.message(note)
     release = Release.parse(plan.release)
     final = store.version_path(release)
-    progress.message(f"installing CUDA {release} from {plan.source} ({profile}, {len(plan.artifacts)} archives, "
-                     f"{human_bytes(plan.total_size)}) for {spec.text} ({origin})")
     with version_lock(release, progress):
         if final.is_dir() and not force:
-            return _already(release, plan.source, profile, started)
-        from .download import Downloader, cached_path
+            receipt = store.read_receipt(final)
+            if previous is None and _covers(receipt, profile, extra):
+                return _already(release, started)
+            previous = receipt
+        return _build(src, plan, spec, origin, extra, previous, force, progress, notes, started)
 
-        missing = sum(a.size or 0 for a in plan.artifacts if not cached_path(a.sha256).is_file())
-        check_free_space(store.cache_dir(), missing, "the download")
-        estimate = int(sum((a.size or 0) * EXPANSION.get(a.kind, 4.0) for a in plan.artifacts))
-        check_free_space(store.versions_dir(), estimate, "the toolkit")
+
+def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: dict | None, force: bool,
+           progress: Progress, notes: list[str], started: float) -> Result:
+    from . import cache, layout
+    from .download import Downloader, cached_path
+    from .extract import UnsafeArchive
+
+    release = Release.parse(plan.release)
+    final = store.version_path(release)
+    had = {c.get("sha256") for c in ((previous or {}).get("components") or {}).values() if isinstance(c, dict)}
+    new = [a for a in plan.artifacts if a.sha256 not in had]
+    label = profile_label(plan.profile, extra)
+    if previous is not None:
+        progress.message(f"adding {', '.join(a.component for a in new) or 'nothing'} to CUDA {release} "
+                         f"({plan.source}, now {label})")
+    else:
+        progress.message(f"installing CUDA {release} from {plan.source} ({label}, {len(plan.artifacts)} archives, "
+                         f"{human_bytes(plan.total_size)}) for {spec.text} ({origin})")
+    # An archive whose tree was unpacked before needs neither download nor decompression.
+    to_fetch = [a for a in new if force or not cache.has_tree(a.sha256)]
+    missing = sum(a.size or 0 for a in to_fetch if not cached_path(a.sha256).is_file())
+    check_free_space(store.cache_dir(), missing, "the download")
+    estimate = int(sum((a.size or 0) * EXPANSION.get(a.kind, 4.0) for a in to_fetch))
+    check_free_space(store.cache_dir(), estimate, "the unpacked archives")
+    store.versions_dir().mkdir(parents=True, exist_ok=True)
+    cross_device = os.stat(store.cache_dir()).st_dev != os.stat(store.versions_dir()).st_dev
+    if cross_device:  # files are copied, not linked
+        check_free_space(store.versions_dir(), int(sum((a.size or 0) * EXPANSION.get(a.kind, 4.0)
+                                                       for a in plan.artifacts)), "the toolkit")
+    try:
+        report = Downloader(progress).fetch_all(to_fetch) if to_fetch else None
+    except SourceError as e:
+        raise SourceFailure(str(e)) from None
+    with staging_tree(release) as staging:
+        linker = cache.Linker()
         try:
-            report = Downloader(progress).fetch_all(plan.artifacts)
-        except SourceError as e:
-            raise SourceFailure(str(e)) from None
-        with staging_tree(release) as staging:
-            check_free_space(staging, estimate, "the toolkit")
-            from .extract import UnsafeArchive, verify_links
-
-            progress.message("extracting")
-            try:
-                _extract_all(report.items, staging, progress)
-                verify_links(staging)
-            except UnsafeArchive as e:
-                raise SourceFailure(f"refusing unsafe archive: {e}") from None
-            except OSError as e:
-                if e.errno == errno.ENOSPC:
-                    raise SourceFailure(f"no space left while extracting into {staging.parent}") from None
-                raise
-            src.finalize(staging, plan)
-            smoke_test(staging, release)
-            store.write_receipt(staging, _receipt(plan, report, extra))
-            _commit(staging, final)
+            trees = _unpack_all(report.items, force, progress) if report else {}
+            if previous is not None and final.is_dir():
+                cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
+            for art in new:
+                tree = trees.get(art.sha256) or cache.tree_path(art.sha256)
+                cache.touch(tree / cache.TREE_MARKER)
+                cache.link_tree(tree, staging, linker)
+            cache.verify_symlinks(staging, linker)
+        except UnsafeArchive as e:
+            raise SourceFailure(f"refusing unsafe archive: {e}") from None
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise SourceFailure(f"no space left while building the toolkit in {staging.parent}") from None
+            raise
+        src.finalize(staging, plan)
+        stub_note = layout.add_driver_stub(staging)
+        if stub_note:
+            notes.append(stub_note)
+        smoke_test(staging, release)
+        for problem in layout.check(staging):
+            notes.append(f"layout: {problem}")
+        for note in notes:
+            if note.startswith("layout:"):
+                progress.message(note)
+        store.write_receipt(staging, _receipt(plan, extra, previous))
+        _commit(staging, final)
     from . import shims
 
     shims.rehash()
-    if not (keep_cache or os.environ.get("CUDAENV_KEEP_CACHE") == "1"):
-        # Archives fetched by this install are dropped; ones that were already cached stay.
-        for item in report.items:
-            if item.downloaded:
-                item.path.unlink(missing_ok=True)
     receipt = store.read_receipt(final)
-    return Result(str(release), plan.source, final, profile, "installed", receipt.get("components", {}),
-                  report.downloaded_bytes, report.cache_hits, notes, time.monotonic() - started)
+    downloaded = report.downloaded_bytes if report else 0
+    hits = len(plan.artifacts) - (len(report.items) - report.cache_hits if report else 0)
+    status = "installed" if previous is None else "updated"
+    return Result(str(release), plan.source, final, label, status, receipt.get("components", {}),
+                  downloaded, hits, notes, time.monotonic() - started,
+                  added=[a.component for a in new] if previous is not None else [])
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one renameat2(RENAME_EXCHANGE); False where the kernel or libc lacks it."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    rc = renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE)
+    return rc == 0
 
 
 def _commit(staging: Path, final: Path) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
-    if final.exists():  # --force: move the old tree aside, then swap in the new one
+    if final.exists():
+        # Replace the installed tree: readers see the old tree or the new one, never neither.
+        if _exchange(staging, final):
+            shutil.rmtree(staging, ignore_errors=True)  # now the old tree
+            return
         old = staging.with_name(staging.name + ".old")
         os.rename(final, old)
         os.rename(staging, final)
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.rename(staging, final)
-
 
 # -- uninstall --------------------------------------------------------------------
 
@@ -440,6 +606,19 @@ def selected_by(release: Release, cwd: Path | None = None) -> list[str]:
     return out
 
 
+def resolves_after_removal(path: str) -> str:
+    """What the version file `path` selects now (run after the removal and rehash)."""
+    from .selection import Selection, SelectionError, read_version_file, resolve
+
+    try:
+        spec, _ = read_version_file(Path(path))
+        r = resolve(Selection(spec, str(path)))
+    except SelectionError:
+        return f"selects {spec.text}, which no longer resolves to any toolkit; run: cudaenv install {spec.text}"
+    where = "managed by cudaenv" if r.origin == "cudaenv" else f"found at {r.origin}"
+    return f"selects {spec.text}, which now resolves to CUDA {r.release} at {r.root} ({where})"
+
+
 def uninstall(release: Release) -> Path:
     """Remove versions/<release> atomically (rename away, then delete) and rehash."""
     final = store.version_path(release)
@@ -460,36 +639,13 @@ def uninstall(release: Release) -> Path:
 
 def cache_entries() -> list[dict]:
     """Cached archives with their size and the installed toolkits that came from them."""
-    from .download import cache_root
+    from . import cache
 
-    users: dict[str, list[str]] = {}
-    for tk in store.managed_toolkits():
-        for name, comp in (tk.receipt.get("components") or {}).items():
-            if isinstance(comp, dict) and comp.get("sha256"):
-                users.setdefault(comp["sha256"], []).append(f"{tk.release}:{name}")
-    out = []
-    try:
-        entries = list(os.scandir(cache_root()))
-    except FileNotFoundError:
-        return out
-    for e in entries:
-        if e.name.endswith(".lock") or not e.is_file():
-            continue
-        sha = e.name.removesuffix(".part")
-        out.append({"sha256": sha, "size": e.stat().st_size, "partial": e.name.endswith(".part"),
-                    "used_by": users.get(sha, []), "path": e.path})
-    out.sort(key=lambda d: -d["size"])
-    return out
+    return cache.archive_entries()
 
 
-def clear_cache() -> tuple[int, int]:
-    """Delete every cached archive; returns (files, bytes) freed."""
-    files = freed = 0
-    for entry in cache_entries():
-        try:
-            os.unlink(entry["path"])
-        except FileNotFoundError:
-            continue
-        files += 1
-        freed += entry["size"]
-    return files, freed
+def clear_cache() -> dict:
+    """Delete every cached archive and unpacked tree."""
+    from . import cache
+
+    return cache.prune()

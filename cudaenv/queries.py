@@ -78,11 +78,14 @@ def which_path(cmd: str):
     r = selection.current()
     path = os.path.join(str(r.root), "bin", cmd)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        # Only on this error path: which toolkits have it, and how to add it.
         from . import inventory
+        from .components import missing_tool_hint
 
         message = f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})"
-        hint = inventory.exists_in_hint(cmd)
-        raise selection.NotInstalled(message + (f"\n{hint}" if hint else ""))
+        hint = missing_tool_hint(cmd, r.release, r.origin == "cudaenv")
+        elsewhere = inventory.exists_in_hint(cmd)
+        raise selection.NotInstalled(message + (f"; {hint}" if hint else "") + (f"\n{elsewhere}" if elsewhere else ""))
     return path, r
 
 

@@ -20,6 +20,16 @@ class Toolkit:
     receipt: dict = field(default_factory=dict)
 
     @property
+    def contents(self) -> str:
+        """What a managed toolkit holds, from its receipt: "pypi, build + nvrtc"; "" when unknown."""
+        if not self.receipt.get("profile"):
+            return ""
+        extra = sorted(self.receipt.get("extra") or ())
+        what = self.receipt["profile"] + (f" + {', '.join(extra)}" if extra else "")
+        source = self.receipt.get("source")
+        return f"{source}, {what}" if source else what
+
+    @property
     def release_key(self) -> Release:
         return Release.parse(self.release)
 
@@ -30,4 +40,6 @@ class Toolkit:
             "origin": self.origin,
             "managed": self.managed,
             "nvcc_version": self.nvcc_version,
+            **({"source": self.receipt.get("source"), "profile": self.receipt.get("profile"),
+                "extra": sorted(self.receipt.get("extra") or ())} if self.managed and self.receipt else {}),
         }

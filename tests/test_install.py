@@ -89,8 +89,9 @@ def test_install_newest_patch_and_layout(env, srv):
     env.env["CUDAENV_VERSION"] = "13.0"
     assert env.run("which", "nvcc").stdout.strip() == str(root / "bin" / "nvcc")
     assert env.staging() == []
-    # default: archives fetched by the install are not kept
-    assert json.loads(env.run("cache", "list", "--json").stdout)["entries"] == []
+    # default: archives are kept, like pip's and uv's caches, and each one says who used it
+    entries = json.loads(env.run("cache", "list", "--json").stdout)["entries"]
+    assert len(entries) == 5 and all(e["used_by"] for e in entries)
 
 
 def test_major_only_and_exact(env, srv):
@@ -102,23 +103,33 @@ def test_major_only_and_exact(env, srv):
 
 
 def test_reinstall_from_cache_downloads_nothing(env, srv):
-    assert env.run("install", "13.0.2", "--keep-cache", "-q", "--source", "redist").returncode == 0
-    first = archive_hits(srv)
-    assert first == 5
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    assert archive_hits(srv) == 5
+    nvcc = env.root / "versions" / "13.0.2" / "bin" / "nvcc"
+    first_inode = nvcc.stat().st_ino
     assert env.run("uninstall", "13.0.2", "--yes").returncode == 0
     assert env.versions() == []
+    requests_before = len(srv.requests)
     r = env.run("install", "13.0.2", "--json", "--source", "redist")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["downloaded_bytes"] == 0 and out["cache_hits"] == 5
-    assert archive_hits(srv) == first
-    # --force reinstalls over an existing tree, still from the cache
+    # Built from the unpacked trees and the cached plan: no request at all, and the
+    # same inode as before (hardlinked from the cache, not decompressed again).
+    assert len(srv.requests) == requests_before
+    assert nvcc.stat().st_ino == first_inode and nvcc.stat().st_nlink >= 2
+    assert oct(nvcc.stat().st_mode & 0o777) == oct(0o755)
+    assert oct((nvcc.parent.parent / "include" / "cuda_runtime.h").stat().st_mode & 0o777) == oct(0o644)
+    # --force re-unpacks from the verified archives (a new inode), still without downloading
     r = env.run("install", "13.0.2", "--force", "--json", "--source", "redist")
-    assert json.loads(r.stdout)["status"] == "installed" and archive_hits(srv) == first
+    assert json.loads(r.stdout)["status"] == "installed" and archive_hits(srv) == 5
+    assert nvcc.stat().st_ino != first_inode
     listing = json.loads(env.run("cache", "list", "--json").stdout)
     assert len(listing["entries"]) == 5 and all(e["used_by"] for e in listing["entries"])
     cleared = json.loads(env.run("cache", "clear", "--json").stdout)
-    assert cleared["files"] == 5 and cleared["bytes"] == listing["total_bytes"]
+    assert cleared["files"] == 5 and cleared["bytes"] == listing["total_bytes"] and cleared["trees"] == 5
+    # The installed toolkit keeps its files (its own links to the inodes).
+    assert subprocess.run([str(nvcc), "--version"], capture_output=True, text=True).returncode == 0
 
 
 def test_list(env, srv):
@@ -290,8 +301,11 @@ def _big_mirror(tmp_path) -> RedistMirror:
 def _wait_for_extraction(e: Env, proc, limit=240) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        for name in e.staging():
-            lib = e.root / "staging" / name / "lib"
+        # Archives are unpacked into the cache's temp trees, then linked into staging.
+        trees = e.root.parent / "cache" / "trees"
+        temps = [trees / n for n in (os.listdir(trees) if trees.is_dir() else []) if n.startswith(".")]
+        for tmp in temps:
+            lib = tmp / "lib"
             # The payload is written under a temp name (".<name>.<hex>.part") and renamed
             # when complete: either name means extraction is under way.
             if lib.is_dir() and any("_payload.bin" in p.name for p in lib.iterdir()):
@@ -331,6 +345,10 @@ def test_sigterm_and_sigint_clean_up_themselves(tmp_path, sig):
         _, err = p.communicate(timeout=120)
         assert p.returncode == 130 and "interrupted" in err
         assert e.versions() == [] and e.staging() == []
+        trees = e.root.parent / "cache" / "trees"
+        # Archives unpacked completely stay (valid cache entries); none is left half unpacked.
+        assert [n for n in os.listdir(trees) if n.startswith(".")] == []
+        assert all((trees / n / ".cudaenv-tree.json").is_file() for n in os.listdir(trees) if not n.endswith(".lock"))
 
 
 def _tmpfs(path: Path, size: str) -> bool:
@@ -395,4 +413,164 @@ def test_bad_option_values_exit_1(env, srv, args, message):
 
 def test_install_help_documents_exit_codes(env):
     out = env.run("install", "--help").stdout
-    assert "Exit codes:" in out and "cudaenv install 13.0" in out and "--keep-cache" in out
+    assert "Exit codes:" in out and "cudaenv install 13.0" in out and "--refresh" in out and "cache prune" in out
+
+
+def test_uninstall_help_lists_its_own_exit_codes(env):
+    out = env.run("uninstall", "--help").stdout
+    assert "0  removed" in out and "not installed" in out
+    assert "source, network" not in out and "smoke-test" not in out
+
+
+def test_uninstall_says_what_the_selection_resolves_to_now(env, srv):
+    assert env.run("install", "13.0.0", "-q", "--source", "redist").returncode == 0
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    (env.cwd / ".cuda-version").write_text("13.0\n")
+    r = env.run("uninstall", "13.0.2", "--yes")
+    assert r.returncode == 0, r.stderr
+    assert "which now resolves to CUDA 13.0.0" in r.stderr and "no longer resolve" not in r.stderr
+    r = env.run("uninstall", "13.0.0", "--yes")
+    assert "no longer resolves to any toolkit; run: cudaenv install 13.0" in r.stderr
+
+
+# -- answering locally, adding components, shared caches --------------------------------
+
+def test_installed_release_is_answered_without_the_network(env, srv):
+    assert env.run("install", "13.0.0", "-q", "--source", "redist").returncode == 0
+    before = len(srv.requests)
+    r = env.run("install", "13.0")
+    assert r.returncode == 0, r.stderr
+    assert "CUDA 13.0.0 (redist, minimal) is already installed" in r.stdout
+    assert "installing" not in r.stderr and len(srv.requests) == before
+    # The shipped release data knows 13.0.x patches newer than 13.0.0: name one and the command.
+    assert "is newer than 13.0.0: cudaenv install 13.0." in r.stdout
+    # --refresh asks the source, finds 13.0.2 and installs it.
+    r = env.run("install", "13.0", "--refresh", "--json", "-q")
+    assert r.returncode == 0 and json.loads(r.stdout)["release"] == "13.0.2" and len(srv.requests) > before
+
+
+def test_with_adds_components_in_place(env, srv):
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    root = env.root / "versions" / "13.0.2"
+    nvcc_inode = (root / "bin" / "nvcc").stat().st_ino
+    before = archive_hits(srv)
+    r = env.run("install", "13.0", "--with", "nvrtc", "--json", "-q")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["status"] == "updated" and out["added"] == ["cuda_nvrtc"] and out["release"] == "13.0.2"
+    assert archive_hits(srv) == before + 1  # only the new archive
+    assert (root / "lib" / "libnvrtc.so.13").is_file() and (root / "bin" / "nvcc").stat().st_ino == nvcc_inode
+    receipt = json.loads((root / ".cudaenv-receipt.json").read_text())
+    assert receipt["profile"] == "minimal" and receipt["extra"] == ["nvrtc"] and "cuda_nvrtc" in receipt["components"]
+    assert "cuda_nvcc" in receipt["components"]
+    # Asking again is answered locally.
+    r = env.run("install", "13.0", "--with", "nvrtc")
+    assert r.returncode == 0 and "already installed" in r.stdout and "minimal + nvrtc" in r.stdout
+    # A larger profile grows it again, keeping the extra.
+    r = env.run("install", "13.0.2", "--profile", "build", "--json", "-q")
+    out = json.loads(r.stdout)
+    assert out["status"] == "updated" and "libcublas" in out["added"] and "cuda_nvrtc" not in out["added"]
+    receipt = json.loads((root / ".cudaenv-receipt.json").read_text())
+    assert receipt["profile"] == "build" and receipt["extra"] == ["nvrtc"]
+    versions = env.run("versions").stdout
+    assert "build + nvrtc" in versions, versions
+    assert env.staging() == [] and env.versions() == ["13.0.2"]
+
+
+def test_force_with_reports_the_components(env, srv):
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    r = env.run("install", "13.0.2", "--force", "--with", "cublas", "--source", "redist")
+    assert r.returncode == 0, r.stderr
+    assert "(redist, minimal + cublas)" in r.stdout
+
+
+def test_second_root_is_built_from_the_shared_cache(tmp_path, srv):
+    first = Env(tmp_path / "a", srv.url)
+    second = Env(tmp_path / "b", srv.url)
+    second.env["CUDAENV_CACHE_DIR"] = first.env["CUDAENV_CACHE_DIR"]
+    assert first.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    hits = archive_hits(srv)
+    r = second.run("install", "13.0.2", "--json", "--source", "redist")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["downloaded_bytes"] == 0 and archive_hits(srv) == hits
+    a = first.root / "versions" / "13.0.2" / "bin" / "nvcc"
+    b = second.root / "versions" / "13.0.2" / "bin" / "nvcc"
+    assert a.stat().st_ino == b.stat().st_ino
+
+
+def test_concurrent_installs_sharing_archives_download_each_once(tmp_path, srv, mirror):
+    srv.fault(mirror.url_path("13.0.2", "cuda_nvcc"), "slow", times=1, delay=1.0)
+    envs = [Env(tmp_path / n, srv.url) for n in ("a", "b", "c")]
+    for e in envs[1:]:
+        e.env["CUDAENV_CACHE_DIR"] = envs[0].env["CUDAENV_CACHE_DIR"]
+    procs = [e.popen("install", "13.0.2", "--json", "--source", "redist") for e in envs]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert archive_hits(srv) == 5
+    # Together they transferred each archive's bytes once.
+    cached = json.loads(envs[0].run("cache", "list", "--json").stdout)["total_bytes"]
+    assert sum(json.loads(o[0])["downloaded_bytes"] for o in outs) == cached
+    assert all(e.versions() == ["13.0.2"] for e in envs)
+
+
+def test_cache_info_and_prune(env, srv):
+    assert env.run("install", "13.0.0", "-q", "--source", "redist").returncode == 0
+    assert env.run("install", "12.8.1", "-q", "--source", "redist").returncode == 0
+    info = json.loads(env.run("cache", "info", "--json").stdout)
+    rows = {(g["source"], g["release"]): g for g in info["releases"]}
+    assert rows[("redist", "13.0.0")]["archives"] == 5 and rows[("redist", "13.0.0")]["trees"] == 5
+    assert rows[("redist", "12.8.1")]["installed"] and info["sources"]["redist"] == info["total_bytes"] > 0
+    text = env.run("cache", "info").stdout
+    assert "redist   13.0.0" in text and "total" in text
+    def shas(release):
+        receipt = json.loads((env.root / "versions" / release / ".cudaenv-receipt.json").read_text())
+        return {c["sha256"] for c in receipt["components"].values()}
+
+    only_old = len(shas("12.8.1") - shas("13.0.0"))  # some archives are the same in both releases
+    assert env.run("uninstall", "12.8.1", "--yes").returncode == 0
+    r = env.run("cache", "prune")
+    assert r.returncode == 1 and "--older-than" in r.stderr
+    assert env.run("cache", "prune", "--older-than", "soon").returncode == 1
+    dry = json.loads(env.run("cache", "prune", "--uninstalled", "--dry-run", "--json").stdout)
+    assert dry["archives"] == only_old and dry["trees"] == only_old and only_old > 0
+    assert json.loads(env.run("cache", "prune", "--older-than", "30d", "--json").stdout)["archives"] == 0
+    pruned = json.loads(env.run("cache", "prune", "--uninstalled", "--json").stdout)
+    assert pruned["archives"] == only_old and pruned["trees"] == only_old
+    left = {e["sha256"] for e in json.loads(env.run("cache", "list", "--json").stdout)["entries"]}
+    assert left == shas("13.0.0")
+    # 13.0.0 still reinstalls from what is left
+    assert env.run("uninstall", "13.0.0", "--yes").returncode == 0
+    before = archive_hits(srv)
+    assert env.run("install", "13.0.0", "-q", "--source", "redist").returncode == 0 and archive_hits(srv) == before
+
+
+def test_install_latest_and_list_marks_installed(env, srv):
+    r = env.run("install", "latest", "--source", "redist", "--json", "-q")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["release"] == RELEASES[-1]
+    listing = env.run("install", "--list", "--source", "redist").stdout.splitlines()
+    assert "* 13.0.2  (installed)" in listing and "  12.8.1" in listing
+    assert json.loads(env.run("install", "--list", "--source", "redist", "--json").stdout)["installed"] == ["13.0.2"]
+
+
+def test_unknown_far_version_lists_nearest_in_version_order(env, srv):
+    r = env.run("install", "99.9", "--source", "redist")
+    assert r.returncode == 1
+    near = r.stderr.split("nearest available: ")[1].strip().split(", ")
+    assert near == sorted(near, key=lambda v: tuple(map(int, v.split(".")))) and len(near) >= 2
+
+
+def test_missing_tool_says_how_to_add_it(env, srv):
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    (env.cwd / ".cuda-version").write_text("13.0\n")
+    r = env.run("which", "cuobjdump")
+    assert r.returncode == 127 and "add it with: cudaenv install 13.0.2 --with cuobjdump" in r.stderr
+    r = env.run("which", "ncu")
+    assert r.returncode == 127 and "Nsight Compute, which cudaenv does not install" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_shell_version_not_installed_names_the_command_line(env):
+    r = env.run("sh-shell", "--shell", "bash", "12.9")
+    assert r.returncode == 127
+    assert "(set by the command line)" in r.stderr and "CUDAENV_VERSION" not in r.stderr

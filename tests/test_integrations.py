@@ -282,7 +282,31 @@ def test_systemd_dropin_verifies_and_sets_the_selected_toolkit(box, tmp_path):
         env_set.update(_systemd_unquote(value))
     assert env_set["CUDA_HOME"] == env_set["CUDA_PATH"] == env_set["CUDAToolkit_ROOT"] == str(home)
     assert env_set["CUDACXX"] == f"{home}/bin/nvcc"
-    assert env_set["PATH"].split(":")[0] == f"{home}/bin"
+    # The toolkit's bin, then systemd's standard PATH: nothing of the interactive one.
+    assert env_set["PATH"] == f"{home}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def test_systemd_path_is_the_system_one_unless_inherited(tmp_path):
+    from toolkits import managed
+
+    root = tmp_path / "root"
+    home = managed(root, "13.0.2")
+    env = base_env(root)
+    venv_bin = str(tmp_path / ".venv" / "bin")
+    env["PATH"] = f"{venv_bin}:/usr/bin:{venv_bin}:/usr/bin:/bin"
+
+    def path_of(*args):
+        text = cudaenv("env", "--format", "systemd", "13.0", *args, env=env, cwd=tmp_path).stdout
+        line = next(l for l in text.splitlines() if l.startswith('Environment="PATH='))
+        return _systemd_unquote(line.partition("=")[2])["PATH"]
+
+    default = path_of()
+    assert venv_bin not in default and default.startswith(f"{home}/bin:")
+    assert len(default.split(":")) == len(set(default.split(":")))
+    assert path_of("--inherit-path") == f"{home}/bin:{env['PATH']}"
+    # Shells keep their own PATH, as before.
+    sh = cudaenv("env", "13.0", env=env, cwd=tmp_path).stdout
+    assert venv_bin in sh
 
 
 def test_systemd_dropin_quotes_paths_systemd_would_expand(tmp_path):

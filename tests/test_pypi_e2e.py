@@ -187,3 +187,44 @@ def test_12_8_from_pypi_is_refused_with_a_hint(installed):
     assert proc.returncode != 0
     assert "--source redist or --source apt" in proc.stderr
     assert not (installed["root"] / "versions" / "12.8.1").exists()
+
+
+DRIVER_PROGRAM = r"""
+#include <cuda.h>
+int main(void) { return cuInit(0) == CUDA_SUCCESS ? 0 : 3; }
+"""
+
+
+def test_layout_is_complete_and_minus_lcuda_links(installed, tmp_path):
+    """The wheels ship no libcuda stub: the install generates one from cuda.h, and
+    FlashInfer's `-L$CUDA_HOME/lib64/stubs -lcuda` links against it."""
+    from cudaenv import layout
+
+    tree = installed["root"] / "versions" / summary_fields(installed["summary"])["release"]
+    assert layout.check(tree) == []
+    assert any("generated from include/cuda.h" in n for n in summary_fields(installed["summary"])["notes"])
+    src = tmp_path / "drv.cu"
+    src.write_text(DRIVER_PROGRAM)
+    prog = tmp_path / "drv"
+    proc = nvcc(installed, "-o", str(prog), str(src), f"-L{tree}/lib64/stubs", "-lcuda")
+    assert proc.returncode == 0, proc.stderr
+    assert "libcuda.so.1" in elf_dynamic_needed(prog)
+
+
+def test_installed_release_answers_locally_and_reinstalls_from_the_trees(installed):
+    env = dict(installed["env"])
+    # An index that cannot answer: the installed 13.0 must be reported without it.
+    env["CUDAENV_PYPI_URL"] = "http://127.0.0.1:9/simple/"
+    proc = subprocess.run(installed["cli"] + ["install", "13.0", "--source", "pypi"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "already installed" in proc.stdout, proc.stderr
+    release = summary_fields(installed["summary"])["release"]
+    # A second store sharing the cache: built from the unpacked trees and the cached plan, offline.
+    env["CUDAENV_ROOT"] = str(installed["root"].parent / "second-root")
+    proc = subprocess.run(installed["cli"] + ["install", release, "--source", "pypi", "--json", "-q"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["downloaded_bytes"] == 0
+    a = installed["root"] / "versions" / release / "bin" / "nvcc"
+    b = Path(env["CUDAENV_ROOT"]) / "versions" / release / "bin" / "nvcc"
+    assert a.stat().st_ino == b.stat().st_ino

@@ -106,6 +106,8 @@ def versions(bare, as_json, executables):
         detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
         if tk.nvcc_version:
             detail += f", nvcc {tk.nvcc_version}"
+        if tk.managed and tk.contents:
+            detail += f" ({tk.contents})"
         if c:
             detail += f" ({cur.selection.origin})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
@@ -304,6 +306,8 @@ Examples:
   eval "$(cudaenv env)"                          # this shell, once
   cudaenv env --shell fish | source
   cudaenv env --format systemd > /etc/systemd/system/llm.service.d/cuda.conf
+                                                 # PATH: toolkit bin + the standard system PATH
+  cudaenv env --format systemd --inherit-path    # PATH: toolkit bin + this shell's PATH
   cudaenv env --format dotenv > .env             # for IDEs and EnvironmentFile=
   cudaenv env --format json
 """)
@@ -311,8 +315,10 @@ Examples:
               help="Shell syntax (default: sh syntax, fish syntax for fish).")
 @click.option("--format", "fmt", type=click.Choice(["sh", "systemd", "dotenv", "json"]), default=None,
               help="Output format (default: sh).")
+@click.option("--inherit-path", is_flag=True,
+              help="systemd: keep this shell's PATH after the toolkit's bin (default: the standard system PATH).")
 @click.argument("version", required=False)
-def env(shell_, fmt, version):
+def env(shell_, fmt, version, inherit_path):
     """Print the environment the selected (or given) toolkit applies."""
     try:
         r = queries.resolve_arg(version)
@@ -320,9 +326,10 @@ def env(shell_, fmt, version):
         _fail(str(e), e.exit_code)
     if fmt is None:
         fmt = "fish" if shell_ == "fish" else "sh"
-    variables = environment.toolkit_env(r.root)
     if fmt in ("systemd", "dotenv", "json"):
-        # Services and IDEs have no "previous cudaenv entry" to remove.
-        variables.pop("CUDAENV_PATH_ENTRY", None)
-        variables.pop("CUDAENV_LD_ENTRY", None)
+        # Services and IDEs have no "previous cudaenv entry" to remove; a unit
+        # does not get the interactive PATH unless asked.
+        variables = environment.service_env(r.root, inherit_path=inherit_path or fmt != "systemd")
+    else:
+        variables = environment.toolkit_env(r.root)
     click.echo(environment.render(variables, fmt), nl=False)

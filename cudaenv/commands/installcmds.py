@@ -17,6 +17,11 @@ Exit codes:
   1  bad input: invalid version, unknown version/profile/component/source
   2  source, network, verification, disk space or smoke-test failure"""
 
+UNINSTALL_EXIT_CODES = """\b
+Exit codes:
+  0  removed
+  1  not installed, ambiguous or invalid version, or not confirmed"""
+
 
 def _fail(message: str, code: int):
     click.echo(f"cudaenv: {message}", err=True)
@@ -43,6 +48,9 @@ def _list_releases(source: str, as_json: bool) -> None:
         names = registry.candidates(source)
     except ValueError as e:
         _fail(str(e), 1)
+    from .. import store
+
+    installed = {t.release: t.receipt.get("source") for t in store.managed_toolkits()}
     out, errors = {}, []
     for name in names:
         try:
@@ -52,12 +60,16 @@ def _list_releases(source: str, as_json: bool) -> None:
         except SourceError as e:
             errors.append(f"{name}: {e}")
     if as_json:
-        click.echo(json.dumps({"releases": out, "errors": errors}, indent=2))
+        click.echo(json.dumps({"releases": out, "installed": sorted(installed), "errors": errors}, indent=2))
     else:
         for name, rels in out.items():
             click.echo(f"{name}:")
             for rel in rels:
-                click.echo(f"  {rel}")
+                if rel in installed:
+                    via = f" from {installed[rel]}" if installed[rel] and installed[rel] != name else ""
+                    click.echo(f"* {rel}  (installed{via})")
+                else:
+                    click.echo(f"  {rel}")
         for err in errors:
             click.echo(f"cudaenv: {err}", err=True)
     if not out:
@@ -67,10 +79,12 @@ def _list_releases(source: str, as_json: bool) -> None:
 @click.command(epilog=f"""\b
 Examples:
   cudaenv install 13.0                 # newest 13.0.x, minimal profile
+  cudaenv install latest               # the newest release any source offers
   cudaenv install 12.8.1 --profile build
   cudaenv install 13 --with cupti --with gdb
+  cudaenv install 13.0 --with nvrtc    # add a component to the installed 13.0.x, in place
   cudaenv install                      # what .cuda-version (or the global file) selects
-  cudaenv install --list --source redist
+  cudaenv install --list --source redist   # * marks installed releases
   cudaenv install --auto               # what `cudaenv resolve` recommends for this machine
   cudaenv install 13.0 --json -q       # one JSON object on stdout
   sudo cudaenv install 13.0 --system   # apt-get into /usr/local/cuda-13.0
@@ -89,10 +103,17 @@ Sources (--source auto tries them in this order):
   pypi     NVIDIA's wheels (13.x)
 
 \b
-Downloads are verified (size, sha256) and cached by sha256 in the cache dir
-(CUDAENV_CACHE_DIR); archives fetched by an install are removed after it
-succeeds unless --keep-cache is given. Proxies and CA bundles come from the
-environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
+An installed release that has what was asked is answered from the store,
+without the network; --refresh asks the sources for a newer patch first.
+Asking an installed release for a larger --profile or more --with components
+adds them in place: only the new archives are downloaded, and the new tree
+replaces the old one atomically.
+
+Downloads are verified (size, sha256) and kept in the cache dir
+(CUDAENV_CACHE_DIR), each archive unpacked once: a reinstall, or the same
+release in another CUDAENV_ROOT, is built from the unpacked trees with
+hardlinks. See `cudaenv cache info` and `cudaenv cache prune`. Proxies and CA
+bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 
 {EXIT_CODES}""")
 @click.argument("versions", nargs=-1)
@@ -104,8 +125,10 @@ environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
               help="Which components to install.")
 @click.option("--with", "extra", multiple=True, metavar="COMPONENT",
               help="Add a component (generic name such as cupti, or the source's package name). Repeatable.")
-@click.option("--force", is_flag=True, help="Reinstall even if the release is installed.")
-@click.option("--keep-cache", is_flag=True, help="Keep the downloaded archives in the cache.")
+@click.option("--force", is_flag=True, help="Reinstall even if the release is installed (re-unpacks its archives).")
+@click.option("--refresh", is_flag=True, help="Ask the sources again, even when a matching release is installed.")
+# Archives are always kept now; the flag stays so existing scripts keep working.
+@click.option("--keep-cache", is_flag=True, hidden=True)
 @click.option("--list", "list_", is_flag=True, help="List the releases the source offers.")
 @click.option("--system", is_flag=True, help="Install system-wide with apt-get into /usr/local/cuda-X.Y (root).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
@@ -117,8 +140,8 @@ environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
               help="Trust the redist mirror for releases or archives the shipped pins do not vouch for "
                    "(CUDAENV_TRUST_MIRROR=1).")
 @click.option("-y", "--yes", is_flag=True, help="With --system: run apt-get without asking.")
-def install(versions, source, profile, extra, force, keep_cache, list_, system, as_json, quiet, auto, python,
-            trust_mirror, yes):
+def install(versions, source, profile, extra, force, refresh, keep_cache, list_, system, as_json, quiet, auto,
+            python, trust_mirror, yes):
     """Install CUDA toolkits (verified, no root needed)."""
     if trust_mirror:
         import os
@@ -139,8 +162,8 @@ def install(versions, source, profile, extra, force, keep_cache, list_, system, 
     results, code = [], 0
     for spec in versions or (None,):
         try:
-            r = core.install(spec, source=source, profile=profile, extra=extra, force=force,
-                             keep_cache=keep_cache, progress=progress)
+            r = core.install(spec, source=source, profile=profile, extra=extra, force=force, refresh=refresh,
+                             progress=progress)
         except core.InstallError as e:
             click.echo(f"cudaenv: {e}", err=True)
             code = code or e.exit_code
@@ -151,12 +174,16 @@ def install(versions, source, profile, extra, force, keep_cache, list_, system, 
             sys.exit(130)
         results.append(r.to_json())
         if not as_json and not quiet:
+            stats = f"[{human_bytes(r.downloaded_bytes)} downloaded, {r.cache_hits} cached, {r.seconds:.1f}s]"
             if r.status == "installed":
-                click.echo(f"installed CUDA {r.release} ({r.source}, {r.profile}) in {r.root} "
-                           f"[{human_bytes(r.downloaded_bytes)} downloaded, {r.cache_hits} cached, "
-                           f"{r.seconds:.1f}s]")
+                click.echo(f"installed CUDA {r.release} ({r.source}, {r.profile}) in {r.root} {stats}")
+            elif r.status == "updated":
+                click.echo(f"added {', '.join(r.added) or 'nothing'} to CUDA {r.release} "
+                           f"({r.source}, now {r.profile}) in {r.root} {stats}")
             else:
-                click.echo(f"CUDA {r.release} is already installed in {r.root} (use --force to reinstall)")
+                click.echo(f"CUDA {r.release} ({r.source}, {r.profile}) is already installed in {r.root}")
+                for note in r.notes:
+                    click.echo(f"  {note}")
     if as_json:
         click.echo(json.dumps(results if len(results) != 1 else results[0], indent=2))
     sys.exit(code)
@@ -227,9 +254,10 @@ Examples:
   cudaenv uninstall 12.8 --yes     # the one installed 12.8.x, no prompt
 
 Warns when the current directory's .cuda-version or the global version
-file selects the release being removed.
+file selects the release being removed, and says what that selection
+resolves to once it is gone.
 
-{EXIT_CODES}""")
+{UNINSTALL_EXIT_CODES}""")
 @click.argument("version")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def uninstall(version, yes):
@@ -241,8 +269,9 @@ def uninstall(version, yes):
         release = core.installed_match(version)
     except core.InstallError as e:
         _fail(str(e), e.exit_code)
-    for path in core.selected_by(release):
-        click.echo(f"cudaenv: warning: {path} selects {release}; it will no longer resolve", err=True)
+    selecting = core.selected_by(release)
+    for path in selecting:
+        click.echo(f"cudaenv: warning: {path} selects {release}", err=True)
     if not yes:
         if not sys.stdin.isatty():
             _fail(f"refusing to remove {release} without confirmation; pass --yes", 1)
@@ -253,16 +282,77 @@ def uninstall(version, yes):
     except core.InstallError as e:
         _fail(str(e), e.exit_code)
     click.echo(f"removed CUDA {release} ({path})")
+    for path in selecting:
+        click.echo(f"cudaenv: warning: {path} {core.resolves_after_removal(path)}", err=True)
 
 
 @click.group(epilog="""\b
 Examples:
-  cudaenv cache list          # cached archives, their size and which toolkit used them
-  cudaenv cache list --json
-  cudaenv cache clear         # delete every cached archive
-  cudaenv cache clear --jit   # also clear stale CUDA JIT caches (see cudaenv doctor)""")
+  cudaenv cache info                  # size per source and release, archives and unpacked trees
+  cudaenv cache list                  # cached archives, their size and which toolkit used them
+  cudaenv cache prune --older-than 30d
+  cudaenv cache prune --uninstalled   # what no toolkit in this CUDAENV_ROOT uses
+  cudaenv cache clear                 # delete every cached archive and unpacked tree
+  cudaenv cache clear --jit           # also clear stale CUDA JIT caches (see cudaenv doctor)
+
+\b
+The cache keeps each verified archive (sha256/) and its unpacked tree (trees/),
+which installed toolkits share through hardlinks: removing a tree frees space
+only once no installed toolkit links to its files.""")
 def cache():
-    """Show or clear the download cache."""
+    """Show, prune or clear the download and unpacked-tree caches."""
+
+
+@cache.command("info")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def cache_info(as_json):
+    """Cache size per source and per release."""
+    from .. import cache as cachemod
+
+    data = cachemod.info()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"{'source':<8} {'release':<9} {'archives':>10} {'trees':>10}  installed")
+    for g in data["releases"]:
+        click.echo(f"{g['source']:<8} {g['release']:<9} {human_bytes(g['archive_bytes']):>10} "
+                   f"{human_bytes(g['tree_bytes']):>10}  {'yes' if g['installed'] else 'no'}")
+    for name, size in sorted(data["sources"].items()):
+        click.echo(f"{name}: {human_bytes(size)}")
+    click.echo(f"total {human_bytes(data['total_bytes'])} in {data['dir']} "
+               "(trees share their files with the installed toolkits)")
+
+
+@cache.command("prune", epilog="""\b
+Examples:
+  cudaenv cache prune --older-than 30d      # unused for 30 days
+  cudaenv cache prune --uninstalled         # used by no toolkit installed here
+  cudaenv cache prune --older-than 2w --uninstalled --dry-run
+
+"Used" means installed from, or reinstalled from; the cache is shared by every
+CUDAENV_ROOT, and --uninstalled judges by this one.""")
+@click.option("--older-than", "older_than", default=None, metavar="AGE",
+              help="Only entries unused for AGE (30d, 12h, 2w; a bare number is days).")
+@click.option("--uninstalled", is_flag=True, help="Only entries no installed toolkit came from.")
+@click.option("--dry-run", is_flag=True, help="Show what would be removed.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+def cache_prune(older_than, uninstalled, dry_run, as_json):
+    """Remove cached archives and unpacked trees that are old or not installed."""
+    from .. import cache as cachemod
+
+    if older_than is None and not uninstalled:
+        _fail("give --older-than AGE and/or --uninstalled (cudaenv cache clear removes everything)", 1)
+    try:
+        age = cachemod.parse_age(older_than) if older_than is not None else None
+    except ValueError as e:
+        _fail(f"--older-than: {e}", 1)
+    out = cachemod.prune(age, uninstalled, dry_run)
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    verb = "would remove" if dry_run else "removed"
+    click.echo(f"{verb} {out['archives']} archives ({human_bytes(out['archive_bytes'])}) and "
+               f"{out['trees']} unpacked trees ({human_bytes(out['tree_bytes'])})")
 
 
 @cache.command("list")
@@ -285,7 +375,7 @@ def cache_list(as_json):
 
 @cache.command("clear", epilog="""\b
 Examples:
-  cudaenv cache clear              # delete the downloaded archives
+  cudaenv cache clear              # delete the downloaded archives and unpacked trees
   cudaenv cache clear --jit        # also stale FlashInfer, torch_extensions and Triton
                                    # JIT caches built by another toolkit (asks first)
   cudaenv cache clear --jit --yes
@@ -296,16 +386,18 @@ selected here (the same test as `cudaenv doctor`'s jit-caches check).""")
 @click.option("-y", "--yes", is_flag=True, help="With --jit: do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_clear(jit, yes, as_json):
-    """Delete cached archives (and with --jit, stale JIT caches)."""
+    """Delete cached archives and unpacked trees (and with --jit, stale JIT caches)."""
     from .. import install as core
 
-    files, freed = core.clear_cache()
-    out = {"files": files, "bytes": freed}
+    removed = core.clear_cache()
+    out = {"files": removed["archives"], "bytes": removed["archive_bytes"],
+           "trees": removed["trees"], "tree_bytes": removed["tree_bytes"]}
     if jit:
         out["jit"] = _clear_stale_jit(yes)
     if as_json:
         click.echo(json.dumps(out, indent=2, default=str))
         return
-    click.echo(f"removed {files} cached archives ({human_bytes(freed)})")
+    click.echo(f"removed {out['files']} cached archives ({human_bytes(out['bytes'])}) and "
+               f"{out['trees']} unpacked trees ({human_bytes(out['tree_bytes'])})")
     if jit:
         click.echo(f"cleared JIT caches: {out['jit']}")

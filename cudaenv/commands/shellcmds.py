@@ -192,7 +192,8 @@ def sh_shell(shell_name, unset, version):
     if version is not None:
         # Refuse a version that is not there now, rather than break every shim later.
         try:
-            selection.resolve(Selection(parse_spec(version.strip(" \t")), selection.ENV_VAR))
+            # The version came from `cudaenv shell VERSION`, not (yet) from CUDAENV_VERSION.
+            selection.resolve(Selection(parse_spec(version.strip(" \t")), "the command line"))
         except SelectionError as e:
             _fail(str(e), e.exit_code)
     click.echo(code, nl=False)

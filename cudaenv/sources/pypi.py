@@ -34,12 +34,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit, urlunsplit, urldefrag
 
-from packaging.markers import InvalidMarker
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import platform_tags
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion as InvalidPackageVersion
-from packaging.version import Version
+# packaging is imported where it is used: compiling its grammar costs ~0.2 s,
+# which an install whose plan is cached (a reinstall) never needs.
 
 from .. import components, store
 from ..versions import Release
@@ -275,6 +271,8 @@ class PypiSource:
 
     def project_files(self, project: str) -> list[dict]:
         """The index's files for `project`: dicts with filename, url, hashes, size, yanked."""
+        from packaging.utils import canonicalize_name
+
         name = canonicalize_name(project)  # validated by packaging's grammar before it becomes a URL
         if name in self._pages:
             return self._pages[name]
@@ -310,6 +308,8 @@ class PypiSource:
     # -- wheels -----------------------------------------------------------
 
     def _platform_ok(self, tags) -> bool:
+        from packaging.tags import platform_tags
+
         if self._compatible_platforms is None:
             self._compatible_platforms = set(platform_tags()) | {"any"}
         for tag in tags:
@@ -319,6 +319,9 @@ class PypiSource:
 
     def _index_wheels(self, project: str):
         """(Version, tags, file dict) for each unyanked wheel of `project` the index lists."""
+        from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+        from packaging.version import InvalidVersion as InvalidPackageVersion
+
         want = canonicalize_name(project)
         for f in self.project_files(project):
             if f["yanked"] or not f["filename"].endswith(".whl"):
@@ -337,6 +340,8 @@ class PypiSource:
                 yield version, f
 
     def _artifact(self, project: str, version: Version, f: dict, subdir: str) -> Artifact:
+        from packaging.utils import canonicalize_name
+
         sha = (f["hashes"] or {}).get("sha256", "")
         if not re.fullmatch(r"[0-9a-f]{64}", sha.lower()):
             # Nothing is installed unverified: an index without sha256 cannot be used.
@@ -431,6 +436,8 @@ class PypiSource:
     # -- the plan ---------------------------------------------------------
 
     def plan(self, release, profile: str, extra: set[str] | frozenset = frozenset()) -> Plan:
+        from packaging.utils import canonicalize_name
+
         rel = release if isinstance(release, Release) else Release.parse(str(release))
         if rel < FIRST_WITH_NVCC:
             raise SourceError(
@@ -476,6 +483,8 @@ class PypiSource:
 
     def _requirements_for(self, item: str, by_extra, rel: Release, offered) -> list[Requirement]:
         """Requirements for a `--with` name: a generic component, an extra, or a wheel name."""
+        from packaging.utils import canonicalize_name
+
         ex = EXTRA_FOR_COMPONENT.get(item, item)
         if ex in by_extra and ex != "all":
             return by_extra[ex]
@@ -540,6 +549,10 @@ def version_json(plan: Plan) -> dict:
 
 def parse_meta_wheel(blob: bytes, filename: str) -> dict[str, list[Requirement]]:
     """extra -> requirements that apply on Linux, from a cuda-toolkit wheel's METADATA."""
+    from packaging.markers import InvalidMarker
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as zf:
             names = [n for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
