@@ -529,9 +529,12 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
                 progress.message(note)
         store.write_receipt(staging, _receipt(plan, extra, previous))
         _commit(staging, final)
-    from . import shims
+    from . import modulefiles, shims
 
     shims.rehash()
+    modules_note = modulefiles.refresh_if_configured()
+    if modules_note:
+        notes.append(modules_note)
     receipt = store.read_receipt(final)
     downloaded = report.downloaded_bytes if report else 0
     hits = len(plan.artifacts) - (len(report.items) - report.cache_hits if report else 0)

@@ -574,3 +574,18 @@ def test_shell_version_not_installed_names_the_command_line(env):
     r = env.run("sh-shell", "--shell", "bash", "12.9")
     assert r.returncode == 127
     assert "(set by the command line)" in r.stderr and "CUDAENV_VERSION" not in r.stderr
+
+
+def test_install_and_uninstall_keep_modulefiles_current(tmp_path, srv):
+    """With CUDAENV_MODULEFILES_DIR set, an install writes cuda/<release> and an uninstall removes it."""
+    mf = tmp_path / "modulefiles"
+    e = Env(tmp_path, srv.url, CUDAENV_MODULEFILES_DIR=str(mf), CUDAENV_MODULEFILES_FORMAT="tcl")
+    r = e.run("install", "12.8")
+    assert r.returncode == 0, r.stderr
+    release = e.versions()[0]
+    assert (mf / "cuda" / release).is_file()
+    assert str(e.root / "versions" / release) in (mf / "cuda" / release).read_text()
+    r = e.run("uninstall", release, "--yes")
+    assert r.returncode == 0, r.stderr
+    assert not (mf / "cuda" / release).exists()
+    assert "modulefiles updated" in r.stderr

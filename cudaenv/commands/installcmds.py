@@ -282,6 +282,11 @@ def uninstall(version, yes):
     except core.InstallError as e:
         _fail(str(e), e.exit_code)
     click.echo(f"removed CUDA {release} ({path})")
+    from ..modulefiles import refresh_if_configured
+
+    message = refresh_if_configured()
+    if message:
+        click.echo(f"cudaenv: {message}", err=True)
     for path in selecting:
         click.echo(f"cudaenv: warning: {path} {core.resolves_after_removal(path)}", err=True)
 
