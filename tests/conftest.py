@@ -22,7 +22,8 @@ def hermetic_home(tmp_path_factory, monkeypatch):
                      ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
         monkeypatch.setenv(var, str(home / sub))
     for var in list(os.environ):
-        if var.startswith("CUDAENV_") or var in _MACHINE_VARS:
+        # CUDAENV_TEST_* are the CI's pointers to test tools (e.g. modulecmd.tcl), not settings.
+        if (var.startswith("CUDAENV_") and not var.startswith("CUDAENV_TEST_")) or var in _MACHINE_VARS:
             monkeypatch.delenv(var)
     # Tools the tests install from PyPI keep pip's own cache where it was, so a
     # second run does not download again; pip's cache is not cudaenv's state.
