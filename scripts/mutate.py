@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,6 +152,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--no-baseline", action="store_true", help="skip the run of the unmutated tests")
     opts = ap.parse_args(argv)
+    # Started in the background, a shell ignores SIGINT for us and every test we run would
+    # inherit that; the install tests send SIGINT and expect it to stop the install.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     chosen = [m for m in MUTATIONS if (not opts.ids or m.id in opts.ids)
               and (not opts.module or m.path.endswith(opts.module))]
