@@ -83,6 +83,9 @@ TOP = "cuda_x-linux-x86_64-1.0-archive"
 # Each archive tries to make a file appear outside the root through two or more
 # links, each of which looks harmless where it is created.
 CHAINS = {
+    # `d/a -> b/..` is harmless while b is absent; `d/b -> ..` then makes d/a the root's parent.
+    "dotdot-through-a-later-link": [("d/a", "symlink", "b/.."), ("d/b", "symlink", ".."),
+                                    ("d/a/escaped", "file", "x")],
     "dotdot-through-a-link": [("d/b", "symlink", ".."), ("d/a", "symlink", "b/.."), ("d/a/escaped", "file", "x")],
     "link-to-a-link-to-parent": [("sub/up", "symlink", ".."), ("sub/up/up2", "symlink", ".."),
                                  ("sub/up/up2/escaped", "file", "x")],
