@@ -20,13 +20,17 @@ from __future__ import annotations
 import glob
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from . import store
-from .store import Toolkit
 from .versions import InvalidVersion, Release
+
+# typing and dataclasses are not imported on the start-up path of `cudaenv which`; type
+# checkers treat a module-level TYPE_CHECKING as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .toolkit import Toolkit
 
 DEFAULT_SEARCH = "/usr/local/cuda:/usr/local/cuda-*:/opt/cuda*:/usr/lib/nvidia-cuda-toolkit:pip"
 _NVCC_RE = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
@@ -42,6 +46,8 @@ def _release_key(text: str):
 def banner_version(tool: Path) -> tuple[str, str] | None:
     """(major.minor, component) from the `--version` banner nvcc and ptxas share,
     e.g. ("13.0", "13.0.88"); None when the tool cannot run or prints no banner."""
+    import subprocess  # not at the top: `cudaenv which` (budgeted start-up) never runs a tool
+
     try:
         out = subprocess.run(
             [str(tool), "--version"], capture_output=True, text=True, timeout=20
@@ -148,6 +154,8 @@ def _toolkit(root: Path, origin: str) -> Toolkit | None:
     info = toolkit_release(root)
     if not info:
         return None
+    from .toolkit import Toolkit  # a dataclass: not on the start-up path of `cudaenv which`
+
     return Toolkit(release=info[0], root=root, origin=origin, nvcc_version=info[1])
 
 

@@ -197,6 +197,8 @@ def clean_stale_staging() -> list[str]:
         return removed
     for name in names:
         if not name.endswith(".lock"):
+            if name in removed:
+                continue  # its lock came first in the listing and it is gone already
             if not os.path.exists(d / f"{name}.lock"):
                 shutil.rmtree(d / name, ignore_errors=True)  # no lock at all: orphaned
                 removed.append(name)

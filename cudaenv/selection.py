@@ -200,13 +200,24 @@ def select(cwd: Path | None = None, env=None) -> Selection:
 class Resolved:
     """A selection together with the toolkit it names."""
 
-    __slots__ = ("selection", "root", "release", "origin")
+    __slots__ = ("selection", "root", "_release", "origin")
 
-    def __init__(self, selection: Selection, root: Path, release: str, origin: str):
+    def __init__(self, selection: Selection, root: Path, release: str | None, origin: str):
         self.selection = selection
         self.root = root
-        self.release = release
+        self._release = release  # None: read from the toolkit when first asked
         self.origin = origin  # "cudaenv" or where the toolkit was found
+
+    @property
+    def release(self) -> str:
+        # A toolkit found on PATH or in conda is only read (version.json, or nvcc
+        # --version) when its release is shown: `cudaenv which` and `prefix` need the root alone.
+        if self._release is None:
+            from . import discover
+
+            info = discover.toolkit_release(self.root)
+            self._release = info[0] if info else "unknown"
+        return self._release
 
     def __repr__(self):
         return f"Resolved({self.selection!r}, {str(self.root)!r}, {self.release!r}, {self.origin!r})"
@@ -235,8 +246,7 @@ def resolve(selection: Selection, env=None) -> Resolved:
 
         dyn = discover.dynamic_system_root(env)
         if dyn:
-            info = discover.toolkit_release(dyn[0])
-            return Resolved(selection, dyn[0], info[0] if info else "unknown", dyn[1])
+            return Resolved(selection, dyn[0], None, dyn[1])
     entry = aliases.lookup(selection.spec)
     if entry and os.path.isdir(os.path.join(entry.root, "bin")):
         return Resolved(selection, Path(entry.root), entry.release, entry.origin)

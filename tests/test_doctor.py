@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def test_failure_then_fixed(failing):
     golden("doctor_failure.txt", r.stdout, m)
 
     env = fixed_env(m)
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--python", m.python, env=env)
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--python", m.python, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[warn]" not in r.stdout and "[error]" not in r.stdout
     golden("doctor_fixed.txt", r.stdout, m)
@@ -107,7 +108,7 @@ def test_triton_ptxas_cannot_target_spark(tmp_path):
     m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0")
     tk = m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--python", m.python, env=m.env())
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--python", m.python, env=m.env())
     assert r.returncode == 2, r.stdout
     assert "[error] triton-ptxas: Triton's ptxas 12.8.93" in r.stdout and "sm_121" in r.stdout
     assert f"fix: export TRITON_PTXAS_PATH={tk}/bin/ptxas" in r.stdout
@@ -124,7 +125,7 @@ def test_consumers_disagree_and_driver_too_old(tmp_path):
     assert checks["torch-finds"]["status"] == "warn" and str(system) in checks["torch-finds"]["verdict"]
     assert checks["torch-toolkit"]["status"] == "error"
     env = m.env(path_first=[system / "bin"])
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--json", "--python", m.python, env=env)
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--json", "--python", m.python, env=env)
     checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
     assert checks["driver"]["status"] == "error"
     assert checks["driver"]["fix"] == "install NVIDIA driver >= 580.65.06"
@@ -138,13 +139,13 @@ def test_stale_caches_and_fix(failing):
     tr_old = m.triton_cache("8.5", key="OLD")
     tr_now = m.triton_cache("8.7", key="NOW")  # Triton's bundled ptxas 12.8 emits PTX ISA 8.7
     env = fixed_env(m)
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--python", m.python, env=env)
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--python", m.python, env=env)
     assert r.returncode == 1, r.stdout
     assert "[warn]  jit-caches: 3 stale JIT cache entries (flashinfer, torch_extensions, triton)" in r.stdout
     # Declining the prompt removes nothing.
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--fix", "--python", m.python, env=env, input="n\n")
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--fix", "--python", m.python, env=env, input="n\n")
     assert fi.exists() and te.exists() and r.returncode == 1
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--fix", "--python", m.python, env=env, input="y\n")
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--fix", "--python", m.python, env=env, input="y\n")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "removed 3 stale JIT cache entries" in r.stderr
     assert not fi.exists() and not te.exists() and not tr_old.exists() and tr_now.exists()

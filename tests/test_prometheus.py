@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -61,7 +62,7 @@ def test_selected_toolkit_and_ok_status(failing):
     m = failing
     m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
-    r = m.cli("exec", "--", "python3", "-m", "cudaenv", "doctor", "--format", "prometheus",
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--format", "prometheus",
               "--python", m.python, env=m.env(path_first=[m.cuda128 / "bin"]))
     assert r.returncode == 0, r.stdout + r.stderr
     fams = families(r.stdout)

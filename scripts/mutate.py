@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Mutation testing for the security- and selection-critical code: does the suite notice?
+
+Each mutation is one small change a careless edit could make (a flipped
+operator, a dropped condition, a swapped constant), written as an exact
+snippet of the current source and its replacement. For each mutation, one at
+a time, the script applies it to a temporary copy of the tree, runs the test
+files that cover that module (`pytest -x`, with a timeout), and records
+whether a test failed (killed) or the suite stayed green (survived). A
+survivor is a change in real behaviour that no test can see: write the test.
+
+    python scripts/mutate.py                  # every mutation
+    python scripts/mutate.py --list           # ids, files and what each changes
+    python scripts/mutate.py R5 X2 S2         # only these
+    python scripts/mutate.py --module select.sh --timeout 300
+    python scripts/mutate.py --json           # machine-readable results
+
+A snippet that no longer occurs exactly once (the code moved on) is reported
+as "stale", not run: update its text here. Exit status: 0 when every mutation
+that ran was killed, 1 when any survived, 2 when the unmutated tests fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The test files that cover each mutated file; a mutation may name its own instead.
+# The quick, targeted file comes first: with -x, a killed mutation stops at its first failure.
+SURVIVORS = "tests/test_mutation_survivors.py"
+TESTS = {
+    "cudaenv/selection.py": ["tests/test_selection.py", "tests/test_fast_path_imports.py", "tests/test_cli.py",
+                             "tests/test_selection_sh.py"],
+    "shims/select.sh": [SURVIVORS, "tests/test_shims.py", "tests/test_selection_sh.py"],
+    "shims/hook.sh": [SURVIVORS, "tests/test_hooks.py", "tests/test_selection_sh.py"],
+    "cudaenv/extract.py": [SURVIVORS, "tests/test_extract.py", "tests/test_deb.py"],
+    "cudaenv/download.py": [SURVIVORS, "tests/test_download.py"],
+    "cudaenv/install.py": [SURVIVORS, "tests/test_install.py"],
+    "cudaenv/resolve.py": [SURVIVORS, "tests/test_resolve.py"],
+    "cudaenv/doctor.py": [SURVIVORS, "tests/test_doctor.py", "tests/test_doctor_machines.py"],
+}
+
+
+@dataclass
+class Mutation:
+    id: str
+    path: str
+    old: str
+    new: str
+    what: str
+    tests: list[str] = field(default_factory=list)  # pytest arguments; default: TESTS[path]
+
+    def args(self) -> list[str]:
+        return self.tests or TESTS[self.path]
+
+
+MUTATIONS = [
+    # resolver
+    Mutation("R5", "cudaenv/resolve.py", "-key(tv)[1])", "key(tv)[1])",
+             "the way-out suggestion prefers the oldest torch"),
+    Mutation("R6", "cudaenv/resolve.py", "if best is None or score < best[0]:",
+             "if best is None or score <= best[0]:", "ties between way-out builds go to the last one seen"),
+    Mutation("R7", "cudaenv/resolve.py", "return rows[-1][2] if rows else None", "return rows[0][2] if rows else None",
+             "a torch build is looked up in the oldest release shipping it"),
+    # extraction (the realpath design, then the dir-fd design)
+    Mutation("X2", "cudaenv/extract.py", "if not _inside(self.root, os.path.realpath(parent)):", "if False:",
+             "the symlinked-parent check is dropped"),
+    Mutation("X2b", "cudaenv/extract.py", "_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC",
+             "_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC",
+             "directories of a member's path are opened through symlinks"),
+    Mutation("X3", "cudaenv/extract.py", "_SAFE_MODE_BITS = 0o777", "_SAFE_MODE_BITS = 0o7777",
+             "setuid, setgid and sticky bits are kept"),
+    Mutation("X3b", "cudaenv/extract.py", "mode = (mode & 0o755) | 0o600", "mode = (mode & 0o7777) | 0o600",
+             "file modes are not masked"),
+    # download
+    Mutation("D2", "cudaenv/download.py", "if art.size is not None and fout.tell() > art.size:",
+             "if False and art.size is not None and fout.tell() > art.size:",
+             "a server sending more than the expected size is not stopped"),
+    Mutation("D3", "cudaenv/download.py", "        if _verify(final, art) is None:\n            return True",
+             "        if True:\n            return True", "a cached archive is trusted without re-hashing it"),
+    Mutation("D4", "cudaenv/download.py", "            if len(data) > limit:", "            if len(data) > limit + 1:",
+             "fetch_bytes returns a document over its limit"),
+    # install
+    Mutation("I1", "cudaenv/install.py", "    else:\n        os.rename(staging, final)",
+             "    else:\n        shutil.copytree(staging, final, symlinks=True)",
+             "copytree instead of the atomic rename into versions/"),
+    Mutation("I3", "cudaenv/install.py", "    fcntl.flock(lock, fcntl.LOCK_EX)\n    path = d / name",
+             "    path = d / name", "the staging directory is not held with flock"),
+    Mutation("I4", "cudaenv/install.py", "    if got != release.short:", "    if False:",
+             "the smoke test accepts an nvcc of another release"),
+    # doctor
+    Mutation("DR2", "cudaenv/doctor.py", 'self.add("gpu-target", "error",', 'self.add("gpu-target", "warn",',
+             "the gpu-target error is downgraded to a warning"),
+    Mutation("DR3", "cudaenv/doctor.py", 'self.add("driver", "warn",', 'self.add("driver", "ok",',
+             "the driver warning is reported as ok"),
+    Mutation("DR4", "cudaenv/doctor.py", 'self.add("driver-torch", "error",', 'self.add("driver-torch", "warn",',
+             "a driver that cannot run torch's own CUDA is only a warning"),
+    # selection, Python and shell
+    Mutation("S1", "cudaenv/selection.py", '    if value.strip(" \\t"):', '    if False:',
+             "CUDAENV_VERSION is ignored"),
+    Mutation("S2", "shims/select.sh", "'' | *[!0123456789.]* | .* | *. | *..* | *.*.*.* ) return 1 ;;",
+             "'' | *[!0123456789.]* | .* | *. | *.*.*.* ) return 1 ;;",
+             "the `*..*` pattern is dropped: `13..0` is 127 in the shim but 1 in Python"),
+    Mutation("S3", "shims/select.sh", "        0[0123456789]* | *.0[0123456789]*) return 1 ;;", "",
+             "leading zeros are accepted by the shim"),
+    Mutation("H1", "shims/hook.sh", 'key="${key}file|$_ce_file|$_ce_raw"', 'key="${key}file|$_ce_file|"',
+             "the hook's cache key ignores the file's content"),
+]
+
+
+def copy_tree(dest: Path) -> None:
+    """The working tree as it is now (uncommitted edits too), without .git and caches."""
+    shutil.copytree(REPO, dest, symlinks=True,
+                    ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", "site", "*.egg-info"))
+
+
+def run_tests(tree: Path, args: list[str], timeout: float) -> tuple[str, float, str]:
+    """('passed' | 'failed' | 'timeout', seconds, last lines of output)."""
+    env = dict(os.environ, PYTHONPATH=str(tree) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *args]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # its own session: the tests' children go too
+        out, _ = proc.communicate()
+        return "timeout", time.monotonic() - start, out[-2000:]
+    tail = "\n".join(out.strip().splitlines()[-3:])
+    return ("passed" if proc.returncode == 0 else "failed"), time.monotonic() - start, tail
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("ids", nargs="*", help="mutation ids to run (default: all)")
+    ap.add_argument("--module", help="only mutations of this file (e.g. select.sh, cudaenv/install.py)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per test run (default 900)")
+    ap.add_argument("--list", action="store_true", help="list the mutations and exit")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the run of the unmutated tests")
+    opts = ap.parse_args(argv)
+    # Started in the background, a shell ignores SIGINT for us and every test we run would
+    # inherit that; the install tests send SIGINT and expect it to stop the install.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    chosen = [m for m in MUTATIONS if (not opts.ids or m.id in opts.ids)
+              and (not opts.module or m.path.endswith(opts.module))]
+    unknown = set(opts.ids) - {m.id for m in MUTATIONS}
+    if unknown:
+        ap.error(f"unknown mutation ids: {', '.join(sorted(unknown))}; --list shows them")
+    if opts.list:
+        for m in chosen:
+            print(f"{m.id:5} {m.path:22} {m.what}")
+        return 0
+
+    results = []
+    with tempfile.TemporaryDirectory(prefix="cudaenv-mutate-") as tmp:
+        tree = Path(tmp) / "tree"
+        copy_tree(tree)
+        if not opts.no_baseline:
+            args = list(dict.fromkeys(a for m in chosen for a in m.args()))
+            status, secs, tail = run_tests(tree, args, opts.timeout)
+            print(f"baseline: {status} in {secs:.0f}s ({' '.join(args)})", file=sys.stderr)
+            if status != "passed":
+                print(tail, file=sys.stderr)
+                return 2
+        for m in chosen:
+            target = tree / m.path
+            original = target.read_text()
+            count = original.count(m.old)
+            if count != 1:
+                results.append(dict(id=m.id, path=m.path, what=m.what, result="stale",
+                                    detail=f"snippet found {count} times"))
+                print(f"{m.id:5} stale     {m.path}: the snippet occurs {count} times", file=sys.stderr)
+                continue
+            target.write_text(original.replace(m.old, m.new))
+            try:
+                status, secs, tail = run_tests(tree, m.args(), opts.timeout)
+            finally:
+                target.write_text(original)
+            result = {"passed": "SURVIVED", "failed": "killed", "timeout": "killed"}[status]
+            results.append(dict(id=m.id, path=m.path, what=m.what, result=result, seconds=round(secs, 1),
+                                detail=status if status == "timeout" else tail.splitlines()[-1] if tail else ""))
+            print(f"{m.id:5} {result:9} {secs:5.0f}s  {m.path}: {m.what}", file=sys.stderr)
+
+    survivors = [r for r in results if r["result"] == "SURVIVED"]
+    if opts.json:
+        print(json.dumps({"results": results, "survivors": [r["id"] for r in survivors]}, indent=2))
+    else:
+        ran = [r for r in results if r["result"] != "stale"]
+        print(f"{len(ran) - len(survivors)}/{len(ran)} mutations killed"
+              + (f"; survivors: {', '.join(r['id'] for r in survivors)}" if survivors else ""))
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
