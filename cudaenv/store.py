@@ -271,8 +271,21 @@ def managed_toolkits() -> list[Toolkit]:
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     """Write `text` to `path` through a temp file and rename: readers never see half a file."""
+    import errno
+    import stat
     import tempfile
 
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, str(path)) from None
+    else:
+        # Renaming over a device, FIFO, socket or directory would replace it (as
+        # root, even /dev/zero): only a regular file or a link is ever replaced.
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            raise OSError(errno.EEXIST, "exists and is not a regular file; not replacing it", str(path))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

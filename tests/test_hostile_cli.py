@@ -11,6 +11,7 @@ subprocess. Every run must end with an exit status and, on failure, a short
 from __future__ import annotations
 
 import os
+import stat
 import shutil
 import subprocess
 import sys
@@ -97,8 +98,29 @@ CASES = {
     "CUDAENV_VERSION_FILE is a directory": lambda root, tmp: {"CUDAENV_VERSION_FILE": str(tmp)},
     "CUDAENV_VERSION_FILE under a file": lambda root, tmp: {
         "CUDAENV_VERSION_FILE": str(root / "versions" / "13.0.2" / "version.json" / "v")},
-    "CUDAENV_VERSION_FILE is a device": lambda root, tmp: {"CUDAENV_VERSION_FILE": "/dev/zero"},
+    # A device of the test's own (a copy of /dev/null's numbers): a regression must never replace a real /dev node.
+    "CUDAENV_VERSION_FILE is a device": lambda root, tmp: {"CUDAENV_VERSION_FILE": _own_device(tmp)},
 }
+
+
+def _own_device(tmp: Path) -> str:
+    dev = tmp / "device"
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device node needs root (CAP_MKNOD)")
+    return str(dev)
+
+
+def test_global_never_replaces_a_device(tmp_path):
+    """`cudaenv global` writes through a temp file and rename: over a device that would replace it."""
+    env = rehashed_store(tmp_path / "root", releases=("13.0.2",))
+    dev = _own_device(tmp_path)
+    env["CUDAENV_VERSION_FILE"] = dev
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "global", "13.0"], env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "Traceback" not in p.stderr and dev in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
 
 
 @pytest.mark.parametrize("case", list(CASES))
