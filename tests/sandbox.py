@@ -6,6 +6,7 @@ import functools
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,14 @@ def _make_special(path: Path, kind: str):
     elif kind == "loop":
         path.symlink_to(path.name)
     elif kind == "device":
-        path.symlink_to("/dev/zero")
+        # A node of our own like /dev/zero (c 1 5), which a reader that waits for
+        # a newline would read forever; a symlink to the real one without root.
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o644, os.makedev(1, 5))
+        except PermissionError:
+            path.symlink_to("/dev/zero")
+    elif kind == "device-link":
+        path.symlink_to("/dev/null")
     elif kind.startswith("link:"):
         path.symlink_to(kind[5:])
     elif kind.startswith("mode:"):

@@ -18,8 +18,9 @@ and what must happen:
   ("not-regular", "where", "a FIFO")  exit 1; stderr names `where` and what it is
 
 Files that are not plain bytes (`special`): "dir", "fifo" (a real mkfifo), "dangling"
-(a symlink to nothing), "loop" (a symlink to itself), "device" (a symlink to
-/dev/zero, which a reader that waits for a newline would read forever).
+(a symlink to nothing), "loop" (a symlink to itself), "device" (a node like
+/dev/zero, which a reader that waits for a newline would read forever),
+"device-link" (a symlink to /dev/null), "link:<rel>", "mode:<octal>" (a directory).
 `sticky` directories (relative to <tmp>/proj, "" for proj itself) get mode
 1777 like /tmp; `foreign` files are handed to an unprivileged user made for the
 test; `warn` is text stderr must hold (a warning on an otherwise good run).
@@ -187,6 +188,8 @@ CASES = [
          special={V: "loop"}),
     Case("device", ("not-regular", "proj/" + V, "a device"), managed=TWO, global_=b"12.8\n",
          special={V: "device"}),
+    Case("symlink-to-device", ("not-regular", "proj/" + V, "a device"), managed=TWO, global_=b"12.8\n",
+         special={V: "device-link"}),
     Case("fifo-nearer-than-good-file", ("not-regular", "proj/a/" + V, "a FIFO"), managed=TWO,
          files={V: b"13\n"}, special={"a/" + V: "fifo"}),
     Case("tool-versions-fifo", ("not-regular", "proj/.tool-versions", "a FIFO"), managed=TWO,
