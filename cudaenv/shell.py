@@ -59,7 +59,7 @@ def render_init(shell: str) -> str:
     lib = render_select() + _bounds(template("hook.sh")).replace("@SHELL@", shell)
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
-        body = f"emulate sh -c {shlex.quote(lib)}\n" + template("hook.zsh")
+        body = f"emulate sh -c {shlex.quote(lib)}\n" + _bounds(template("hook.zsh"))
     else:
         body = lib + template("hook.bash")
     return f"# cudaenv init for {shell}\n" + path_line + body

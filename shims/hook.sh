@@ -54,23 +54,22 @@ _cudaenv_restore() {
     fi
 }
 
-# The bytes of version file $1, as lines in _ce_raw: the cheap part of the
-# key. Bounded like the real read (cut off once past the size bound), and never
+# The bytes of version file $1 in _ce_raw: the cheap part of the key, taken
+# at every prompt. Validation happens only when the key changes. Bounded like
+# the real read (one byte past the size bound is enough to tell), and never
 # opens what is not a regular file (a FIFO would wait for a writer).
-# Validation happens only when the key changes.
 _cudaenv_raw_value() {
-    local LC_ALL=C nl n=0 count=0
+    local LC_ALL=C  # bash: -N counts bytes
     _ce_raw=
     [ -f "$1" ] && [ -r "$1" ] || return 0
-    while [ $count -le @MAX_BYTES@ ] && [ $n -le @MAX_LINES@ ]; do
-        nl=1
-        _cudaenv_line9 $((@MAX_BYTES@ + 1 - count)) || nl=0
-        [ $nl = 0 ] && [ -z "$_ce_l" ] && break
-        _ce_raw="$_ce_raw|$_ce_l"
-        n=$((n + 1))
-        count=$((count + ${#_ce_l} + nl))
-        [ $nl = 1 ] || break
-    done 9<"$1"
+    _cudaenv_raw9 9<"$1"
+}
+
+# bash: one `read` of the whole file up to the bound. It drops NUL bytes, so the
+# file offset after it goes into the key too. (zsh replaces this with sysread.)
+_cudaenv_raw9() {
+    IFS= read -r -d '' -N $((@MAX_BYTES@ + 1)) _ce_raw <&9
+    _cudaenv_fd9_pos && _ce_raw="$_ce_pos|$_ce_raw"
 }
 
 # Nothing selects a toolkit here (no CUDAENV_VERSION, no version file, no

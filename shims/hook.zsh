@@ -21,6 +21,11 @@ if zmodload zsh/system 2>/dev/null; then
         (( ${#chunk} < $1 )) && return 1
         return 0
     }
+    # The key's bytes: one read(2) of the file up to one byte past the bound.
+    _cudaenv_raw9() {
+        sysread -i 9 -s $((@MAX_BYTES@ + 1)) _ce_raw
+        return 0
+    }
 fi
 autoload -Uz add-zsh-hook
 add-zsh-hook precmd _cudaenv_prompt

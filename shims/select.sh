@@ -284,17 +284,24 @@ _cudaenv_find_file() {
     d=${PWD:-/}
     d=${d%/}
     while :; do
-        f=$d/.cuda-version
-        if _cudaenv_exists "$f" && ! _cudaenv_foreign "$d" "$f"; then
-            _ce_file=$f
-            return 0
-        fi
-        f=$d/.tool-versions
-        if _cudaenv_exists "$f" && ! _cudaenv_foreign "$d" "$f"; then
-            _cudaenv_read_version "$f"
-            if [ $? != 2 ]; then
+        # One `test` per directory for the common case, neither file there
+        # (this loop runs at every prompt and shim call); -h as well as -e, as
+        # a dangling symlink counts too. Paths start with "/", so no operand
+        # can be taken for an operator.
+        if [ -e "$d/.cuda-version" -o -h "$d/.cuda-version" -o -e "$d/.tool-versions" -o -h "$d/.tool-versions" ]; then
+            # Only a sticky directory (-k) can hold a file to ignore.
+            f=$d/.cuda-version
+            if [ -e "$f" -o -h "$f" ] && { [ ! -k "${d:-/}" ] || ! _cudaenv_foreign "$d" "$f"; }; then
                 _ce_file=$f
                 return 0
+            fi
+            f=$d/.tool-versions
+            if [ -e "$f" -o -h "$f" ] && { [ ! -k "${d:-/}" ] || ! _cudaenv_foreign "$d" "$f"; }; then
+                _cudaenv_read_version "$f"
+                if [ $? != 2 ]; then
+                    _ce_file=$f
+                    return 0
+                fi
             fi
         fi
         [ -z "$d" ] && break
