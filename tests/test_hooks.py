@@ -18,6 +18,17 @@ SHELLS = ["bash", "zsh", "fish"]
 CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
 
 
+def _write_inits(tmp_path, env) -> dict:
+    """`cudaenv init - SHELL` for each shell, written where a session can source it."""
+    init = {}
+    for sh in SHELLS:
+        p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
+                           text=True, check=True)
+        init[sh] = tmp_path / f"init.{sh}"
+        init[sh].write_text(p.stdout)
+    return init
+
+
 @pytest.fixture
 def world(tmp_path):
     root = tmp_path / "root"
@@ -33,12 +44,7 @@ def world(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / ".cuda-version").write_text("../../evil\n")
     (tmp_path / "out").mkdir()
-    init = {}
-    for sh in SHELLS:
-        p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
-                           text=True, check=True)
-        init[sh] = tmp_path / f"init.{sh}"
-        init[sh].write_text(p.stdout)
+    init = _write_inits(tmp_path, env)
     return tmp_path, root, env, init
 
 
@@ -174,12 +180,7 @@ def system_world(tmp_path):
     (tmp_path / "psys").mkdir()
     (tmp_path / "psys" / ".cuda-version").write_text("system\n")
     (tmp_path / "out").mkdir()
-    init = {}
-    for sh in SHELLS:
-        p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
-                           text=True, check=True)
-        init[sh] = tmp_path / f"init.{sh}"
-        init[sh].write_text(p.stdout)
+    init = _write_inits(tmp_path, env)
     return tmp_path, root, env, init, sys_tk
 
 
