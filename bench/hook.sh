@@ -55,6 +55,10 @@ for sh, vals in rows.items():
     empty = statistics.median(v[0] for v in vals)
     hook = statistics.median(v[1] for v in vals)
     print(f"{sh:10} {empty:19.2f} {hook:13.2f} {hook - empty:9.2f}")
+# bash and bash@bound ran alternately: their ratio per round cancels drifting load.
+pairs = list(zip(rows["bash"], rows["bash@bound"]))
+ratio = statistics.median((b[1] - b[0]) / (a[1] - a[0]) for a, b in pairs)
+print(f"bash@bound / bash (median of per-round ratios): {ratio:.2f}x")
 res = json.load(open(sys.argv[2]))["results"]
 diff = (res[1]["median"] - res[0]["median"]) / fn * 1e6
 print(f"{'fish':10} {'(whole-run medians)':>19} {'':>13} {diff:9.2f}")

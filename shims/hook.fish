@@ -86,8 +86,9 @@ function __cudaenv_nbytes -a escaped
 end
 
 # The whole of version file $file, URL-escaped, into __cudaenv_bytes; status 1
-# with __cudaenv_err when it is not a regular file or is past the bound of at
-# most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/selection.py's).
+# with __cudaenv_err when it is not a regular file or plainly past the bound of
+# at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/selection.py's;
+# __cudaenv_slurp_checked checks it exactly).
 # `read -z -n` stops after a number of characters, so it bounds the cost of
 # any file; but it drops bytes that are not UTF-8 and stops at NULs, so only a
 # file within that bound is then read exactly, by `string split0`.
@@ -98,7 +99,6 @@ function __cudaenv_slurp -a file
         set -g __cudaenv_err "$file: cannot read version file: Permission denied"
         return 1
     end
-    set -l too_large "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
     set -l seen 0
     set -l piece
     begin
@@ -108,19 +108,26 @@ function __cudaenv_slurp -a file
         end
     end <$file
     if test $seen -gt (math @MAX_BYTES@ + 1)
-        set -g __cudaenv_err $too_large
+        set -g __cudaenv_err "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
         return 1
     end
-    set -l all (string join %00 -- (string escape --style=url -- (string split0 <$file)))
+    set -g __cudaenv_bytes (string join %00 -- (string escape --style=url -- (string split0 <$file)))
+    return 0  # not string join's status (1 for a single piece)
+end
+
+# __cudaenv_slurp, and then the exact size check of what it read.
+function __cudaenv_slurp_checked -a file
+    __cudaenv_slurp "$file"; or return 1
+    set -l all $__cudaenv_bytes
     set -l no_nl (string replace -a '%0A' '' -- "$all")
     set -l nlines (math '(' (string length -- "$all") - (string length -- "$no_nl") ')' / 3)
     # A last line without a newline is a line too.
     test -n "$all"; and not string match -q -- '*%0A' "$all"; and set nlines (math $nlines + 1)
     if test (__cudaenv_nbytes "$all") -gt @MAX_BYTES@; or test $nlines -gt @MAX_LINES@
-        set -g __cudaenv_err $too_large
+        set -g __cudaenv_err "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
         return 1
     end
-    set -g __cudaenv_bytes $all
+    return 0
 end
 
 # Sets __cudaenv_spec from version file $file, or __cudaenv_err and returns 1.
@@ -129,7 +136,7 @@ end
 # the rest of the file only counts towards the size.
 function __cudaenv_read_version -a file
     set -l tool (string match -q '*/.tool-versions' -- "$file"; and echo 1)
-    __cudaenv_slurp "$file"; or return 1
+    __cudaenv_slurp_checked "$file"; or return 1
     set -l lineno 0
     set -l lines (string split %0A -- "$__cudaenv_bytes")
     # What follows a final newline is not a line.
@@ -207,15 +214,19 @@ function __cudaenv_find_file
     set -g __cudaenv_warn
     set -l d (string replace -r '/$' '' -- $PWD)
     while true
-        if __cudaenv_exists "$d/.cuda-version"; and not __cudaenv_foreign "$d" "$d/.cuda-version"
-            set -g __cudaenv_file "$d/.cuda-version"
-            return 0
-        end
-        if __cudaenv_exists "$d/.tool-versions"; and not __cudaenv_foreign "$d" "$d/.tool-versions"
-            __cudaenv_read_version "$d/.tool-versions"
-            if test $status -ne 2
-                set -g __cudaenv_file "$d/.tool-versions"
+        # One `test` per directory for the common case, neither file there
+        # (this runs at every prompt); -L as well as -e: a dangling symlink counts.
+        if test -e "$d/.cuda-version" -o -L "$d/.cuda-version" -o -e "$d/.tool-versions" -o -L "$d/.tool-versions"
+            if __cudaenv_exists "$d/.cuda-version"; and not __cudaenv_foreign "$d" "$d/.cuda-version"
+                set -g __cudaenv_file "$d/.cuda-version"
                 return 0
+            end
+            if __cudaenv_exists "$d/.tool-versions"; and not __cudaenv_foreign "$d" "$d/.tool-versions"
+                __cudaenv_read_version "$d/.tool-versions"
+                if test $status -ne 2
+                    set -g __cudaenv_file "$d/.tool-versions"
+                    return 0
+                end
             end
         end
         test -n "$d"; or return 1
