@@ -3,6 +3,8 @@
 # inside one shell, N calls of the hook against N iterations of an empty loop,
 # in the same run; the difference divided by N is the hook's cost. The project's
 # .cuda-version is five directories up. Repeated 7 times; medians reported.
+# The row bash@bound is the same with a .cuda-version exactly at the size bound
+# (bench/bound_file.py; target: at most 2x the bash row).
 # Usage: bash bench/hook.sh [N]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,14 +18,19 @@ export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
 python3 -m cudaenv rehash --quiet
 for sh in bash zsh fish; do python3 -m cudaenv init - $sh >"$work/init.$sh"; done
 deep="$work/proj/a/b/c/d/e"
+python3 "$repo/bench/bound_file.py" "$work/bound"
 
 # Each run prints "<shell> <t0> <t1> <t2>" in µs: empty loop from t0 to t1, hook calls from t1 to t2.
 : >"$work/raw"
-for r in 1 2 3 4 5 6 7; do bash --norc -c '
+bash_loop='
 source "$1"; cd "$2"; _cudaenv_prompt; n=$3
 t0=$EPOCHREALTIME; for ((i = 0; i < n; i++)); do :; done; t1=$EPOCHREALTIME
 for ((i = 0; i < n; i++)); do _cudaenv_prompt; done; t2=$EPOCHREALTIME
-echo "bash ${t0/./} ${t1/./} ${t2/./}"' _ "$work/init.bash" "$deep" "$n" >>"$work/raw"; done
+echo "$4 ${t0/./} ${t1/./} ${t2/./}"'
+for r in 1 2 3 4 5 6 7; do
+  bash --norc -c "$bash_loop" _ "$work/init.bash" "$deep" "$n" bash >>"$work/raw"
+  bash --norc -c "$bash_loop" _ "$work/init.bash" "$work/bound/a/b/c/d/e" "$n" bash@bound >>"$work/raw"
+done
 for r in 1 2 3 4 5 6 7; do zsh -f -c '
 zmodload zsh/datetime; source "$1"; cd "$2"; _cudaenv_prompt; n=$3
 t0=$EPOCHREALTIME; for ((i = 0; i < n; i++)); do :; done; t1=$EPOCHREALTIME
@@ -43,12 +50,16 @@ for line in open(sys.argv[1]):
     sh, t0, t1, t2 = line.split()
     t0, t1, t2 = int(t0), int(t1), int(t2)
     rows.setdefault(sh, []).append(((t1 - t0) / n, (t2 - t1) / n))
-print(f"{'shell':6} {'empty loop µs/iter':>19} {'hook µs/call':>13} {'added µs':>9}")
+print(f"{'shell':10} {'empty loop µs/iter':>19} {'hook µs/call':>13} {'added µs':>9}")
 for sh, vals in rows.items():
     empty = statistics.median(v[0] for v in vals)
     hook = statistics.median(v[1] for v in vals)
-    print(f"{sh:6} {empty:19.2f} {hook:13.2f} {hook - empty:9.2f}")
+    print(f"{sh:10} {empty:19.2f} {hook:13.2f} {hook - empty:9.2f}")
+# bash and bash@bound ran alternately: their ratio per round cancels drifting load.
+pairs = list(zip(rows["bash"], rows["bash@bound"]))
+ratio = statistics.median((b[1] - b[0]) / (a[1] - a[0]) for a, b in pairs)
+print(f"bash@bound / bash (median of per-round ratios): {ratio:.2f}x")
 res = json.load(open(sys.argv[2]))["results"]
 diff = (res[1]["median"] - res[0]["median"]) / fn * 1e6
-print(f"fish   {'(whole-run medians)':>19} {'':>13} {diff:9.2f}")
+print(f"{'fish':10} {'(whole-run medians)':>19} {'':>13} {diff:9.2f}")
 PY

@@ -3,6 +3,9 @@
 # stub nvcc it ends up running, with the project's .cuda-version five
 # directories up (target: <= 1.0 ms median added). Also shown for scale: a
 # shim built for bash instead of dash, and `cudaenv exec nvcc` (Python).
+# Second table: the shim on a .cuda-version exactly at the size bound
+# (bench/bound_file.py) against the same shim on the normal file (target: the
+# bound costs at most 2x the normal file's shim run).
 # Usage: bash bench/shim.sh [runs]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,6 +25,8 @@ sed '1s|.*|#!/bin/bash|' "$shim" >"$work/bash-shims/nvcc" && chmod +x "$work/bas
 # The floor for any sh shim: dash starting and exec'ing, with no selection at all.
 mkdir "$work/floor"
 printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/floor/nvcc" && chmod +x "$work/floor/nvcc"
+python3 "$repo/bench/bound_file.py" "$work/bound"
+(cd "$work/bound/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
 cd "$work/proj/a/b/c/d/e"
 "$shim" -c x.cu | grep -q "release=12.8.1"
 python3 -m cudaenv exec -- nvcc -c x.cu | grep -q "release=12.8.1"
@@ -41,4 +46,27 @@ print(f"{'command':40} {'median ms':>10} {'added ms':>9} {'ratio':>7}")
 for r in res:
     m = r["median"]
     print(f"{r['command']:40} {m*1000:10.3f} {(m-base)*1000:9.3f} {m/base:6.2f}x")
+PY
+
+# The same shim, normal file against a file at the bound. hyperfine -N runs
+# commands without a shell, in its own working directory: one run per project,
+# alternated in short rounds, and the ratio taken per round, so that the load
+# of a busy machine drifting between runs cancels out.
+for round in 1 2 3 4 5 6 7; do
+  for proj in proj bound; do
+    (cd "$work/$proj/a/b/c/d/e" && hyperfine -N --warmup 10 --runs $((runs / 3 + 1)) \
+      --export-json "$work/b-$round-$proj.json" -n "shim" "$shim -c x.cu" >/dev/null 2>&1)
+  done
+done
+python3 - "$work" <<'PY'
+import json, statistics, sys
+w = sys.argv[1]
+med = lambda r, p: json.load(open(f"{w}/b-{r}-{p}.json"))["results"][0]["median"]
+rounds = range(1, 8)
+normal = statistics.median(med(r, "proj") for r in rounds)
+bound = statistics.median(med(r, "bound") for r in rounds)
+ratio = statistics.median(med(r, "bound") / med(r, "proj") for r in rounds)
+print(f"\n{'version file (7 alternating rounds)':40} {'median ms':>10} {'ratio':>7}")
+print(f"{'normal (# pinned / 12.8)':40} {normal*1000:10.3f} {1:6.2f}x")
+print(f"{'at the bound (bench/bound_file.py)':40} {bound*1000:10.3f} {ratio:6.2f}x  (median of per-round ratios)")
 PY

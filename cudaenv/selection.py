@@ -5,15 +5,29 @@ current directory to /, then $CUDAENV_ROOT/version, then `system`.
 
 A version file holds one version on its first non-blank, non-comment line.
 Surrounding spaces and tabs, CRLF line ends, blank lines and `#` comments
-(whole-line or after the value) are allowed. Reading stops at that line: what
-follows it is never read. Every line read must be at most MAX_LINE bytes and
-hold no NUL byte. shims/select.sh implements the same rules in
-POSIX sh; tests/selection_cases.py is the table both must pass.
+(whole-line or after the value) are allowed. The whole file is at most
+MAX_BYTES bytes in at most MAX_LINES lines, so that no reader (the shims and
+prompt hooks read it at every call) ever reads more than that; past it, the
+file is one "too large" error. Lines up to the value must be at most MAX_LINE
+bytes and hold no NUL byte; what follows the value is not interpreted.
+
+A version file must be a regular file: a directory, FIFO, device, socket or a
+symbolic link that leads nowhere is an error that names it (never a silent
+fall-through, and a FIFO is never waited on). A .cuda-version or
+.tool-versions in a world-writable sticky directory (such as /tmp) that
+belongs to another user who is not root is ignored with a warning: anyone can
+put one there, and it would select a toolkit for everything below.
+
+shims/select.sh (dash, bash, zsh) and shims/hook.fish implement the same rules
+in shell; tests/selection_cases.py is the table all of them must pass.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 from pathlib import Path
 
 from . import store
@@ -21,7 +35,11 @@ from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 VERSION_FILE = ".cuda-version"
 TOOL_VERSIONS = ".tool-versions"  # asdf/mise: a `cuda 13.0` line, below .cuda-version in the same directory
-MAX_LINE = 128
+MAX_LINE = 128  # bytes in a line up to the value, without its CR/LF
+MAX_BYTES = 2048  # the whole file
+MAX_LINES = 32  # the whole file
+SIZE_RULE = f"allowed are at most {MAX_BYTES} bytes in at most {MAX_LINES} lines"
+TYPE_RULE = "a version file must be a regular file"
 ENV_VAR = "CUDAENV_VERSION"
 
 EXIT_INVALID = 1
@@ -119,13 +137,59 @@ def tool_versions_cuda(data: bytes, where: str) -> tuple[Spec, int] | None:
     return None
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _not_regular(path, what: str) -> InvalidSelection:
+    return InvalidSelection(f"{path}: {what}, not a regular file; {TYPE_RULE}")
+
+
 def _read_bytes(path: Path) -> bytes:
+    """The whole version file, which must be a regular file of at most MAX_BYTES
+    bytes in at most MAX_LINES lines. Never reads more than MAX_BYTES + 1 bytes."""
     try:
-        with open(path, "rb") as f:
-            # A version file is tiny; a bounded read keeps junk files cheap.
-            return f.read(64 * 1024)
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ELOOP) and os.path.islink(path):
+            raise _not_regular(path, "a symbolic link that leads nowhere (dangling or a loop)") from None
+        raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(path, _kind(st.st_mode))
+    try:
+        # O_NONBLOCK: had the file been swapped for a FIFO since the stat, open
+        # must not wait for a writer; fstat below then refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
         raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, _kind(mode))
+        chunks, size = [], 0
+        while size <= MAX_BYTES:
+            chunk = os.read(fd, MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    if len(data) > MAX_BYTES or lines > MAX_LINES:
+        raise InvalidSelection(f"{path}: version file too large; {SIZE_RULE}")
+    return data
 
 
 def read_version_file(path: Path) -> tuple[Spec, int]:
@@ -155,6 +219,38 @@ def current_dir(env=None) -> Path:
         raise InvalidSelection("the current directory no longer exists; cd to one that does") from None
 
 
+def _exists(path: Path):
+    """lstat of `path`, or None: any kind of file counts (a directory or a
+    dangling link named .cuda-version is an error, not something to skip)."""
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _foreign(directory: Path, st) -> bool:
+    """Does a version file (lstat `st`) sit in a world-writable sticky directory
+    and belong to another user who is not root? Only such directories (like
+    /tmp) let anyone plant a file that would select for everything below."""
+    try:
+        dmode = os.stat(directory).st_mode
+    except OSError:
+        return False
+    if dmode & (stat.S_ISVTX | stat.S_IWOTH) != stat.S_ISVTX | stat.S_IWOTH:
+        return False
+    return st.st_uid not in (0, os.geteuid())
+
+
+def _trusted(directory: Path, path: Path, st) -> bool:
+    if not _foreign(directory, st):
+        return True
+    sys.stderr.write(
+        f"cudaenv: warning: ignoring {path}: it belongs to another user (uid {st.st_uid}) "
+        f"and sits in the world-writable directory {directory}\n"
+    )
+    return False
+
+
 def find_version_file(start: Path) -> Path | None:
     """The nearest file that selects a version, walking up from `start`.
 
@@ -164,11 +260,14 @@ def find_version_file(start: Path) -> Path | None:
     d = start
     while True:
         candidate = d / VERSION_FILE
-        if candidate.is_file():
+        st = _exists(candidate)
+        if st is not None and _trusted(d, candidate, st):
             return candidate
         tools = d / TOOL_VERSIONS
-        if tools.is_file() and tool_versions_cuda(_read_bytes(tools), str(tools)) is not None:
-            return tools
+        st = _exists(tools)
+        if st is not None and _trusted(d, tools, st):
+            if tool_versions_cuda(_read_bytes(tools), str(tools)) is not None:
+                return tools
         if d.parent == d:
             return None
         d = d.parent
@@ -191,7 +290,7 @@ def select(cwd: Path | None = None, env=None) -> Selection:
         spec, line = read_version_file(found)
         return Selection(spec, str(found), line)
     gfile = store.global_version_file()
-    if gfile.is_file():
+    if _exists(gfile) is not None:
         spec, line = read_version_file(gfile)
         return Selection(spec, str(gfile), line)
     return Selection(parse_spec("system"), "default")

@@ -33,27 +33,33 @@ def _fish_quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _bounds(text: str) -> str:
+    """The version-file bounds of cudaenv/selection.py, filled into a hook template."""
+    from .selection import MAX_BYTES, MAX_LINE, MAX_LINES
+
+    text = text.replace("@MAX_BYTES@", str(MAX_BYTES)).replace("@MAX_LINES@", str(MAX_LINES))
+    return text.replace("@MAX_LINE@", str(MAX_LINE))
+
+
 def render_init(shell: str) -> str:
     """The code `eval "$(cudaenv init - SHELL)"` (or `| source` in fish) runs."""
     check_shell(shell)
     shims = str(store.shims_dir())
     if shell == "fish":
-        text = template("hook.fish")
+        text = _bounds(template("hook.fish"))
         text = text.replace("@SHIMS@", _fish_quote(shims))
         text = text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
-        from .selection import MAX_LINE
         from .versions import ALLOWED
 
-        text = text.replace("@ALLOWED@", _fish_quote(ALLOWED)).replace("@MAX_LINE@", str(MAX_LINE))
-        return text
+        return text.replace("@ALLOWED@", _fish_quote(ALLOWED))
     q = shlex.quote(shims)
     path_line = (
         f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
     )
-    lib = render_select() + template("hook.sh").replace("@SHELL@", shell)
+    lib = render_select() + _bounds(template("hook.sh")).replace("@SHELL@", shell)
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
-        body = f"emulate sh -c {shlex.quote(lib)}\n" + template("hook.zsh")
+        body = f"emulate sh -c {shlex.quote(lib)}\n" + _bounds(template("hook.zsh"))
     else:
         body = lib + template("hook.bash")
     return f"# cudaenv init for {shell}\n" + path_line + body

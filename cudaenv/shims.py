@@ -30,12 +30,13 @@ def template(name: str) -> str:
 def render_select() -> str:
     """shims/select.sh with the facts it shares with Python filled in, so the
     grammar's wording, the line limit and the default root have one source."""
-    from .selection import MAX_LINE
+    from .selection import MAX_BYTES, MAX_LINE, MAX_LINES
     from .versions import ALLOWED
 
     text = template("select.sh")
     text = text.replace("@ALLOWED@", shlex.quote(ALLOWED))
-    text = text.replace("@MAX_LINE@", str(MAX_LINE))
+    text = text.replace("@MAX_LINE@", str(MAX_LINE)).replace("@MAX_BYTES@", str(MAX_BYTES))
+    text = text.replace("@MAX_LINES@", str(MAX_LINES))
     text = text.replace("@CR@", "'\r'")
     return text.replace("@DEFAULT_ROOT@", shlex.quote(str(store.root())))
 

@@ -69,23 +69,90 @@ function __cudaenv_invalid
     return 1
 end
 
-# Sets __cudaenv_spec from version file $file, or __cudaenv_err and returns 1.
-# A .tool-versions counts only through its `cuda <version>` line; without one
-# the status is 2 (the walk up goes on).
-function __cudaenv_read_version -a file
-    set -l tool (string match -q '*/.tool-versions' -- "$file"; and echo 1)
+# What $file is, when it is not a regular file (a FIFO is never opened).
+function __cudaenv_not_regular -a file
+    set -l what "not a regular file"
+    if test -L "$file"; and not test -e "$file"
+        set what "a symbolic link that leads nowhere (dangling or a loop)"
+    else if test -d "$file"
+        set what "a directory"
+    else if test -p "$file"
+        set what "a FIFO"
+    else if test -c "$file"; or test -b "$file"
+        set what "a device"
+    else if test -S "$file"
+        set what "a socket"
+    end
+    set -g __cudaenv_err "$file: $what, not a regular file; a version file must be a regular file"
+    return 1
+end
+
+# The number of bytes an escaped text stands for: each %XX is one.
+function __cudaenv_nbytes -a escaped
+    set -l plain (string replace -a '%' '' -- "$escaped")
+    math (string length -- "$escaped") - 2 '*' '(' (string length -- "$escaped") - (string length -- "$plain") ')'
+end
+
+# The whole of version file $file, URL-escaped, into __cudaenv_bytes; status 1
+# with __cudaenv_err when it is not a regular file or plainly past the bound of
+# at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/selection.py's;
+# __cudaenv_slurp_checked checks it exactly).
+# `read -z -n` stops after a number of characters, so it bounds the cost of
+# any file; but it drops bytes that are not UTF-8 and stops at NULs, so only a
+# file within that bound is then read exactly, by `string split0`.
+function __cudaenv_slurp -a file
+    set -g __cudaenv_bytes
+    test -f "$file"; or __cudaenv_not_regular "$file"; or return 1
     if not test -r "$file"
         set -g __cudaenv_err "$file: cannot read version file: Permission denied"
         return 1
     end
+    set -l seen 0
+    set -l piece
+    begin
+        # Each piece ends at a NUL (counted as one byte) or at the end of the file.
+        while test $seen -le (math @MAX_BYTES@ + 1); and read -z -n (math @MAX_BYTES@ + 2 - $seen) piece
+            set seen (math $seen + (string length -- "$piece") + 1)
+        end
+    end <$file
+    if test $seen -gt (math @MAX_BYTES@ + 1)
+        set -g __cudaenv_err "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
+        return 1
+    end
+    set -g __cudaenv_bytes (string join %00 -- (string escape --style=url -- (string split0 <$file)))
+    return 0  # not string join's status (1 for a single piece)
+end
+
+# __cudaenv_slurp, and then the exact size check of what it read.
+function __cudaenv_slurp_checked -a file
+    __cudaenv_slurp "$file"; or return 1
+    set -l all $__cudaenv_bytes
+    set -l no_nl (string replace -a '%0A' '' -- "$all")
+    set -l nlines (math '(' (string length -- "$all") - (string length -- "$no_nl") ')' / 3)
+    # A last line without a newline is a line too.
+    test -n "$all"; and not string match -q -- '*%0A' "$all"; and set nlines (math $nlines + 1)
+    if test (__cudaenv_nbytes "$all") -gt @MAX_BYTES@; or test $nlines -gt @MAX_LINES@
+        set -g __cudaenv_err "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
+        return 1
+    end
+    return 0
+end
+
+# Sets __cudaenv_spec from version file $file, or __cudaenv_err and returns 1.
+# A .tool-versions counts only through its `cuda <version>` line; without one
+# the status is 2 (the walk up goes on). Lines up to the value are checked;
+# the rest of the file only counts towards the size.
+function __cudaenv_read_version -a file
+    set -l tool (string match -q '*/.tool-versions' -- "$file"; and echo 1)
+    __cudaenv_slurp_checked "$file"; or return 1
     set -l lineno 0
-    for e in (string escape --style=url < $file)
+    set -l lines (string split %0A -- "$__cudaenv_bytes")
+    # What follows a final newline is not a line.
+    test -z "$lines[-1]"; and set -e lines[-1]
+    for e in $lines
         set lineno (math $lineno + 1)
         set e (string replace -r '%0D$' '' -- "$e")
-        # Bytes: each %XX stands for one.
-        set -l plain (string replace -a '%' '' -- "$e")
-        set -l nbytes (math (string length -- "$e") - 2 '*' '(' (string length -- "$e") - (string length -- "$plain") ')')
-        if test $nbytes -gt @MAX_LINE@
+        if test (__cudaenv_nbytes "$e") -gt @MAX_LINE@
             __cudaenv_invalid "$file:$lineno: line is longer than @MAX_LINE@ bytes"
             return 1
         end
@@ -122,20 +189,52 @@ function __cudaenv_read_version -a file
     __cudaenv_invalid "$file: no version found (the file is empty or only comments)"
 end
 
-# The nearest version file from $PWD up to /, printed; status 1 if none: in
-# each directory .cuda-version, else a .tool-versions with a cuda line.
+# Is version file $file in directory $dir another user's (not root's) in a
+# world-writable sticky directory such as /tmp, where anyone can put one? Then
+# it is ignored, and the warning goes to __cudaenv_warn (said once by the hook).
+# Costs one stat (test -k) unless the directory is sticky and the file is not
+# plainly ours; only then is `stat` run, as fish cannot tell a file's owner.
+function __cudaenv_foreign -a dir file
+    test -n "$dir"; or set dir /
+    test -k "$dir"; or return 1
+    test -O "$file"; and not test -L "$file"; and return 1
+    # The owner of /proc/self is our effective user.
+    set -l out (command stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null | string split ' ')
+    or return 1
+    test (count $out) = 6; or return 1
+    string match -qr '[2367]$' -- $out[1]; or return 1  # the "others" digit has the write bit
+    test "$out[4]" = 0; or test "$out[4]" = "$out[6]"; and return 1
+    set -ga __cudaenv_warn "cudaenv: warning: ignoring $file: it belongs to another user (uid $out[4]) and sits in the world-writable directory $dir"
+    return 0
+end
+
+# Does $argv[1] exist in any form (a dangling symlink too)?
+function __cudaenv_exists
+    test -e "$argv[1]"; or test -L "$argv[1]"
+end
+
+# The nearest version file from $PWD up to /, into __cudaenv_file; status 1 if
+# none: in each directory .cuda-version, else a .tool-versions with a cuda
+# line. Any kind of file counts (a directory or a FIFO is an error, not
+# skipped), except another user's in a world-writable sticky directory.
 function __cudaenv_find_file
+    set -g __cudaenv_file
+    set -g __cudaenv_warn
     set -l d (string replace -r '/$' '' -- $PWD)
     while true
-        if test -f "$d/.cuda-version"
-            echo "$d/.cuda-version"
-            return 0
-        end
-        if test -f "$d/.tool-versions"
-            __cudaenv_read_version "$d/.tool-versions"
-            if test $status -ne 2
-                echo "$d/.tool-versions"
+        # One `test` per directory for the common case, neither file there
+        # (this runs at every prompt); -L as well as -e: a dangling symlink counts.
+        if test -e "$d/.cuda-version" -o -L "$d/.cuda-version" -o -e "$d/.tool-versions" -o -L "$d/.tool-versions"
+            if __cudaenv_exists "$d/.cuda-version"; and not __cudaenv_foreign "$d" "$d/.cuda-version"
+                set -g __cudaenv_file "$d/.cuda-version"
                 return 0
+            end
+            if __cudaenv_exists "$d/.tool-versions"; and not __cudaenv_foreign "$d" "$d/.tool-versions"
+                __cudaenv_read_version "$d/.tool-versions"
+                if test $status -ne 2
+                    set -g __cudaenv_file "$d/.tool-versions"
+                    return 0
+                end
             end
         end
         test -n "$d"; or return 1
@@ -159,7 +258,8 @@ function __cudaenv_select
         set -g __cudaenv_spec $value
         return 0
     end
-    set -l file (__cudaenv_find_file)
+    __cudaenv_find_file
+    set -l file $__cudaenv_file
     if test -z "$file"
         if not set file (__cudaenv_global_file)
             set -l shown "(a value with control or non-ASCII bytes)"
@@ -169,7 +269,7 @@ function __cudaenv_select
             set -g __cudaenv_err "CUDAENV_VERSION_FILE must be an absolute path, not $shown"
             return 1
         end
-        if not test -f "$file"
+        if not __cudaenv_exists "$file"
             set -g __cudaenv_source default
             set -g __cudaenv_spec system
             return 0
@@ -297,24 +397,38 @@ end
 function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     set -l r (__cudaenv_root)
     set -l key "$r|$CONDA_PREFIX|$CUDAENV_LD_LIBRARY_PATH|"
-    set -l file
     set -l value (string trim -c ' '\t -- "$CUDAENV_VERSION")
+    set -g __cudaenv_warn
+    set -l none
+    # The key holds the version file's bytes, read within the same bound as
+    # the real read (an error text past it), so a huge file costs no more.
+    set -l gfile (__cudaenv_global_file)
+    set -l gfile_ok $status
     if test -n "$value"
         set key "$key"env"|$CUDAENV_VERSION"
-    else if set file (__cudaenv_find_file)
-        set key "$key"file"|$file|"(string escape --style=url < $file 2>/dev/null | string join '|')
-    else if not set file (__cudaenv_global_file); or test -f "$file"
-        set key "$key"global"|$file|"(string escape --style=url < $file 2>/dev/null | string join '|')
+    else if __cudaenv_find_file
+        __cudaenv_slurp $__cudaenv_file; or set __cudaenv_bytes $__cudaenv_err
+        set key "$key"file"|$__cudaenv_file|$__cudaenv_bytes"
+    else if test $gfile_ok -ne 0
+        # An invalid CUDAENV_VERSION_FILE: the selection reports it.
+        set key "$key"global"|invalid|$CUDAENV_VERSION_FILE"
+    else if __cudaenv_exists "$gfile"
+        __cudaenv_slurp $gfile; or set __cudaenv_bytes $__cudaenv_err
+        set key "$key"global"|$gfile|$__cudaenv_bytes"
     else
-        set key none
+        set key "$key"none
+        set none 1
     end
+    set -l warn $__cudaenv_warn
+    set key "$key|$warn"
     if test "$key" = "$__cudaenv_key"
         return $__cudaenv_status
     end
     set -g __cudaenv_key $key
     set -g __cudaenv_status 0
-    if test "$key" = none
-        __cudaenv_restore
+    test -n "$warn"; and printf '%s\n' $warn >&2
+    if test -n "$none"
+        __cudaenv_default
         return 0
     end
     if not __cudaenv_select
@@ -329,6 +443,28 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     end
     __cudaenv_apply $__cudaenv_toolkit
     set -g __cudaenv_applied 1
+end
+
+# Nothing selects a toolkit here (no CUDAENV_VERSION, no version file, no
+# global version), so `system` applies. Variables the user had set before the
+# hook are their own choice of toolkit: those come back. Otherwise the system
+# toolkit's root is exported, as for an explicit `system`; with none found,
+# nothing is exported and nothing is said (no error at every prompt).
+function __cudaenv_default
+    set -l had
+    for v in $__cudaenv_vars
+        set -q __cudaenv_had_$v; and set had 1
+    end
+    if test -z "$had"
+        set -g __cudaenv_spec system
+        set -g __cudaenv_source default
+        if __cudaenv_resolve
+            __cudaenv_apply $__cudaenv_toolkit
+            set -g __cudaenv_applied 1
+            return 0
+        end
+    end
+    __cudaenv_restore
 end
 
 function cudaenv --description 'cudaenv: select CUDA toolkits per directory'

@@ -5,6 +5,9 @@
 # with the last one. Only when the key changes does it select, resolve and
 # export, and only then can it print an error: once, not at every prompt.
 
+# Warnings (another user's version file ignored) are said once, when the key changes.
+_ce_collect_warn=1
+
 # The user's own values, saved once per shell, restored when no selection applies.
 if [ -z "${_CUDAENV_SAVED-}" ]; then
     _CUDAENV_SAVED=1
@@ -51,25 +54,46 @@ _cudaenv_restore() {
     fi
 }
 
-# The lines of version file $1 up to its first value line, into _ce_raw: the
-# cheap part of the key. Validation happens only when the key changes.
+# The bytes of version file $1 in _ce_raw: the cheap part of the key, taken
+# at every prompt. Validation happens only when the key changes. Bounded like
+# the real read (one byte past the size bound is enough to tell), and never
+# opens what is not a regular file (a FIFO would wait for a writer).
 _cudaenv_raw_value() {
-    local line tool=
-    case $1 in */.tool-versions) tool=1 ;; esac  # there, the cuda line is the value
+    local LC_ALL=C  # bash: -N counts bytes
     _ce_raw=
-    while IFS= read -r line || [ -n "$line" ]; do
-        _ce_raw="$_ce_raw|$line"
-        line=${line%%#*}
-        _cudaenv_trim "$line"
-        [ -n "$_ce_trimmed" ] || continue
-        [ -z "$tool" ] && return 0
-        case $_ce_trimmed in cuda | cuda[" $_ce_tab"]*) return 0 ;; esac
-    done <"$1"
+    [ -f "$1" ] && [ -r "$1" ] || return 0
+    _cudaenv_raw9 9<"$1"
+}
+
+# bash: one `read` of the whole file up to the bound. It drops NUL bytes, so the
+# file offset after it goes into the key too. (zsh replaces this with sysread.)
+_cudaenv_raw9() {
+    IFS= read -r -d '' -N $((@MAX_BYTES@ + 1)) _ce_raw <&9
+    _cudaenv_fd9_pos && _ce_raw="$_ce_pos|$_ce_raw"
+}
+
+# Nothing selects a toolkit here (no CUDAENV_VERSION, no version file, no
+# global version), so `system` applies. Variables the user had set before the
+# hook are their own choice of toolkit: those come back. Otherwise the system
+# toolkit's root is exported, as for an explicit `system`; with none found,
+# nothing is exported and nothing is said (no error at every prompt).
+_cudaenv_default() {
+    if [ -z "$_CUDAENV_HAD_CUDA_HOME$_CUDAENV_HAD_CUDA_PATH$_CUDAENV_HAD_CUDAToolkit_ROOT$_CUDAENV_HAD_CUDACXX" ]; then
+        _ce_spec=system
+        _ce_source=default
+        if _cudaenv_resolve; then
+            _cudaenv_apply "$_ce_root"
+            _CUDAENV_APPLIED=1
+            return 0
+        fi
+    fi
+    _cudaenv_restore
 }
 
 _cudaenv_hook() {
     local key
     _cudaenv_root
+    _ce_warn=
     key="$_ce_r|${CONDA_PREFIX-}|${CUDAENV_LD_LIBRARY_PATH-}|"
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
@@ -77,22 +101,24 @@ _cudaenv_hook() {
     elif _cudaenv_find_file; then
         _cudaenv_raw_value "$_ce_file" 2>/dev/null
         key="${key}file|$_ce_file|$_ce_raw"
-    elif ! _cudaenv_global_file || [ -f "$_ce_global" ]; then
+    elif ! _cudaenv_global_file || _cudaenv_exists "$_ce_global"; then
         _cudaenv_raw_value "$_ce_global" 2>/dev/null
         key="${key}global|$_ce_global|$_ce_raw"
     else
-        key=none
+        key="${key}none"
     fi
+    key="$key|$_ce_warn"
     [ "$key" = "$_CUDAENV_KEY" ] && return "${_CUDAENV_STATUS:-0}"
     _CUDAENV_KEY=$key
+    [ -n "$_ce_warn" ] && printf '%s\n' "$_ce_warn" >&2
     # _CUDAENV_STATUS keeps the outcome (0, 1 invalid, 127 not installed) for
     # prompts and scripts that want to show it after the one-time message.
     _CUDAENV_STATUS=0
-    if [ "$key" = none ]; then
-        # Outside any project and no global version: the user's own environment.
-        _cudaenv_restore
-        return 0
-    fi
+    case $key in
+        *"|none|$_ce_warn")
+            _cudaenv_default
+            return 0 ;;
+    esac
     if ! _cudaenv_select; then
         _CUDAENV_STATUS=1
     elif ! _cudaenv_resolve; then

@@ -13,6 +13,7 @@
 #   _ce_spec    the validated spec          _ce_source  CUDAENV_VERSION, a file path, or "default"
 #   _ce_root    the selected toolkit root   _ce_origin  "set by ...", for messages
 #   _ce_err     the one-line error (without "cudaenv: ")
+#   _ce_warn    with _ce_collect_warn set, warnings for the caller to print
 
 _ce_allowed=@ALLOWED@
 # Printable ASCII: values holding anything else are not echoed back verbatim,
@@ -87,9 +88,9 @@ _cudaenv_describe() {
 
 # The byte offset of fd 9, into _ce_pos. Why: dash's and bash's `read` drop NUL
 # bytes without a trace ("13<NUL>.0" reads as "13.0"), but the kernel's file
-# offset still counts them. Comparing the offset before and after a `read`
-# with the length of what it returned reveals a dropped byte, with one more
-# builtin `read` and no process; an external `od` or `cmp` would cost ~1 ms.
+# offset still counts them. Comparing the offset with the bytes `read` returned
+# reveals a dropped byte, with one more builtin `read` and no process; an
+# external `od` or `cmp` would cost ~1 ms.
 _cudaenv_fd9_pos() {
     _ce_pos=
     IFS= read -r _ce_pos </proc/self/fdinfo/9 || return 1
@@ -98,69 +99,123 @@ _cudaenv_fd9_pos() {
     case $_ce_pos in '' | *[!0123456789]*) return 1 ;; esac
 }
 
-# Read the version file $1 (already opened on fd 9 by the caller). Sets
-# _ce_spec and _ce_line, or _ce_err and returns 1. Reading stops at the value.
+# bash can stop a `read` after N bytes; dash cannot (its `read` goes on to the
+# newline), and zsh replaces _cudaenv_line9 with one that uses sysread.
+_ce_read_n=${BASH_VERSION:+1}
+
+# One line of fd 9 into _ce_l, status 1 at the end of the file (as `read`),
+# reading at most $1 bytes where the shell allows. A line cut there returns 0
+# with no newline read: it counts one byte too many, which only happens past
+# the size bound anyway.
+_cudaenv_line9() {
+    IFS= read -r ${_ce_read_n:+-n "$1"} _ce_l <&9
+}
+
+# Version files are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (the
+# whole file, as cudaenv/selection.py reads it): reading stops as soon as
+# either is passed, so no file costs more than that to look at.
+_cudaenv_too_large() {
+    _ce_err="$1: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
+}
+
+# Read the version file $1 (already opened on fd 9 by the caller), all of it up
+# to the bound. Sets _ce_spec and _ce_line, or _ce_err and returns 1. Lines up
+# to the value are checked; what follows only counts towards the size.
 # With $2 = tool, $1 is a .tool-versions: only its `cuda <version>` line counts,
 # and a file without one returns 2 (the walk up goes on, as asdf's does).
+# With $3 = careful, each line's length comes from the file offset (slower, one
+# more read per line): used only when the fast pass found bytes that `read`
+# dropped, to tell which line holds the NUL.
 _cudaenv_scan_fd9() {
     local LC_ALL=C  # bash/zsh: ${#x} counts bytes, not characters
-    local line value rest before nl raw delta lineno=0
-    before=0
+    local line value rest nl len count=0 lineno=0 err= spec= at= quick=
+    # Lengths from `read` are exact where NUL bytes are not dropped (zsh), or
+    # checked against the offset at the end (the fast pass of dash and bash).
+    [ "${3-}" != careful ] && [ -z "${_ce_nul-}" ] && quick=1
     while :; do
-        line=
         nl=1
-        IFS= read -r line <&9 || nl=0
-        if [ $nl = 0 ] && [ -z "$line" ]; then
-            # EOF. A last line holding only NUL bytes reads as empty too.
+        _cudaenv_line9 $((@MAX_BYTES@ + 1 - count)) || nl=0
+        line=$_ce_l
+        if [ "${3-}" = careful ]; then
             _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
-            if [ "$_ce_pos" != "$before" ]; then
-                lineno=$((lineno + 1))
-                _cudaenv_invalid "$1:$lineno: NUL byte in version file"
-                return 1
-            fi
-            break
+            # At the end of the file, a last line of only NUL bytes reads as empty.
+            [ $nl = 0 ] && [ -z "$line" ] && [ "$_ce_pos" = "$count" ] && break
+            len=$((_ce_pos - count - nl))
+            count=$_ce_pos
+        else
+            [ $nl = 0 ] && [ -z "$line" ] && break
+            len=${#line}
+            count=$((count + len + nl))
         fi
         lineno=$((lineno + 1))
-        _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
-        # The line's real length in bytes, without its newline.
-        delta=$((_ce_pos - before - nl))
-        before=$_ce_pos
+        if [ $count -gt @MAX_BYTES@ ] || [ $lineno -gt @MAX_LINES@ ]; then
+            _cudaenv_too_large "$1"
+            return 1
+        fi
+        # Decided already: the rest only counts towards the size.
+        [ -n "$err$spec" ] && { [ $nl = 1 ] && continue || break; }
+        # A whole-line comment within the length limit needs nothing more in
+        # the fast pass (the common line before the value): a NUL byte dropped
+        # from it shows in the offset check after the loop.
+        case $line in
+            '#'*) [ -n "$quick" ] && [ $len -le @MAX_LINE@ ] && { [ $nl = 1 ] && continue || break; } ;;
+        esac
         rest=${line%"$_ce_cr"}
-        raw=$delta
-        [ "$rest" != "$line" ] && raw=$((raw - 1))
-        if [ $raw -gt @MAX_LINE@ ]; then
+        [ "$rest" != "$line" ] && len=$((len - 1))
+        if [ $len -gt @MAX_LINE@ ]; then
             _cudaenv_invalid "$1:$lineno: line is longer than @MAX_LINE@ bytes"
-            return 1
-        fi
+            err=$_ce_err
         # A byte went missing (dash, bash), or zsh kept the NUL in the value.
-        if [ ${#line} -ne $delta ] || { [ -n "${_ce_nul-}" ] && _cudaenv_has_nul "$line"; }; then
+        elif [ ${#rest} -ne $len ] || { [ -n "${_ce_nul-}" ] && _cudaenv_has_nul "$line"; }; then
             _cudaenv_invalid "$1:$lineno: NUL byte in version file"
-            return 1
+            err=$_ce_err
+        else
+            value=${rest%%#*}
+            _cudaenv_trim "$value"
+            value=$_ce_trimmed
+            if [ "${2-}" = tool ]; then
+                case $value in
+                    cuda)
+                        _cudaenv_invalid "$1:$lineno: the cuda line names no version"
+                        err=$_ce_err
+                        value= ;;
+                    cuda[" $_ce_tab"]*)
+                        _cudaenv_trim "${value#cuda}"
+                        value=${_ce_trimmed%%[" $_ce_tab"]*} ;;
+                    *) value= ;;
+                esac
+            fi
+            if [ -z "$value" ]; then
+                :
+            elif [ ${#value} -gt 14 ] || ! _cudaenv_valid_spec "$value"; then
+                _cudaenv_describe "$value"
+                _cudaenv_invalid "$1:$lineno: invalid version $_ce_shown"
+                err=$_ce_err
+            else
+                spec=$value
+                at=$lineno
+            fi
         fi
-        value=${rest%%#*}
-        _cudaenv_trim "$value"
-        value=$_ce_trimmed
-        if [ "${2-}" = tool ]; then
-            case $value in
-                cuda)
-                    _cudaenv_invalid "$1:$lineno: the cuda line names no version"
-                    return 1 ;;
-                cuda[" $_ce_tab"]*)
-                    _cudaenv_trim "${value#cuda}"
-                    value=${_ce_trimmed%%[" $_ce_tab"]*} ;;
-                *) value= ;;
-            esac
-        fi
-        [ -z "$value" ] && { [ $nl = 1 ] && continue || break; }
-        if [ ${#value} -gt 14 ] || ! _cudaenv_valid_spec "$value"; then
-            _cudaenv_describe "$value"
-            _cudaenv_invalid "$1:$lineno: invalid version $_ce_shown"
-            return 1
-        fi
-        _ce_spec=$value
-        _ce_line=$lineno
-        return 0
+        [ $nl = 1 ] || break
     done
+    # dash and bash drop NUL bytes: if the offset is past the bytes counted,
+    # read again, carefully, to find the line that holds one (zsh keeps them).
+    if [ "${3-}" != careful ] && [ -z "${_ce_nul-}" ]; then
+        _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
+        if [ "$_ce_pos" != "$count" ]; then
+            _cudaenv_scan_fd9 "$1" "${2-}" careful 9<"$1"
+            return
+        fi
+    fi
+    if [ -n "$err" ]; then
+        _ce_err=$err
+        return 1
+    fi
+    if [ -n "$spec" ]; then
+        _ce_spec=$spec
+        _ce_line=$at
+        return 0
+    fi
     if [ "${2-}" = tool ]; then
         _cudaenv_invalid "$1: no cuda line"
         return 2
@@ -175,7 +230,34 @@ _cudaenv_has_nul() {
     return 1
 }
 
+# Does $1 exist in any form (a dangling symlink too)?
+_cudaenv_exists() {
+    [ -e "$1" ] || [ -h "$1" ]
+}
+
+# A version file must be a regular file: say what $1 is instead. Tested before
+# opening it, so a FIFO is never opened (that would wait for a writer).
+_cudaenv_not_regular() {
+    local what="not a regular file"
+    if [ -h "$1" ] && [ ! -e "$1" ]; then
+        what="a symbolic link that leads nowhere (dangling or a loop)"
+    elif [ -d "$1" ]; then
+        what="a directory"
+    elif [ -p "$1" ]; then
+        what="a FIFO"
+    elif [ -c "$1" ] || [ -b "$1" ]; then
+        what="a device"
+    elif [ -S "$1" ]; then
+        what="a socket"
+    fi
+    _ce_err="$1: $what, not a regular file; a version file must be a regular file"
+}
+
 _cudaenv_read_version() {
+    if [ ! -f "$1" ]; then
+        _cudaenv_not_regular "$1"
+        return 1
+    fi
     if [ ! -r "$1" ]; then
         _ce_err="$1: cannot read version file: Permission denied"
         return 1
@@ -186,22 +268,62 @@ _cudaenv_read_version() {
     esac
 }
 
+# Is version file $2 in directory $1 one to ignore: another user's (not root's)
+# in a world-writable sticky directory such as /tmp, where anyone can put one?
+# Warns (see below). The common case costs one stat (the -k test);
+# only a sticky directory holding a file that is not plainly ours costs one
+# `stat` process, as no shell builtin tells a file's owner.
+_cudaenv_foreign() {
+    local dir file out
+    dir=${1:-/}
+    file=$2
+    [ -k "$dir" ] || return 1
+    [ -O "$file" ] && [ ! -h "$file" ] && return 1
+    # The owner of /proc/self is our effective user.
+    out=$(command stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null) || return 1
+    set -- $out
+    [ $# = 6 ] || return 1
+    case $1 in *[2367]) ;; *) return 1 ;; esac  # the "others" digit has the write bit
+    [ "$4" = 0 ] || [ "$4" = "$6" ] && return 1
+    out="cudaenv: warning: ignoring $file: it belongs to another user (uid $4) and sits in the world-writable directory $dir"
+    # A shim says so at once; the prompt hook collects it, to say it once and not at every prompt.
+    if [ -n "${_ce_collect_warn-}" ]; then
+        _ce_warn="${_ce_warn:+$_ce_warn
+}$out"
+    else
+        printf '%s\n' "$out" >&2
+    fi
+    return 0
+}
+
 # The nearest version file from $PWD up to /, into _ce_file (empty if none):
 # in each directory .cuda-version, else a .tool-versions with a cuda line.
+# Any kind of file counts (a directory or a FIFO is an error, not skipped),
+# except another user's in a world-writable sticky directory (see above).
 _cudaenv_find_file() {
-    local d
+    local d f
+    _ce_warn=
     d=${PWD:-/}
     d=${d%/}
     while :; do
-        if [ -f "$d/.cuda-version" ]; then
-            _ce_file=$d/.cuda-version
-            return 0
-        fi
-        if [ -f "$d/.tool-versions" ]; then
-            _cudaenv_read_version "$d/.tool-versions"
-            if [ $? != 2 ]; then
-                _ce_file=$d/.tool-versions
+        # One `test` per directory for the common case, neither file there
+        # (this loop runs at every prompt and shim call); -h as well as -e, as
+        # a dangling symlink counts too. Paths start with "/", so no operand
+        # can be taken for an operator.
+        if [ -e "$d/.cuda-version" -o -h "$d/.cuda-version" -o -e "$d/.tool-versions" -o -h "$d/.tool-versions" ]; then
+            # Only a sticky directory (-k) can hold a file to ignore.
+            f=$d/.cuda-version
+            if [ -e "$f" -o -h "$f" ] && { [ ! -k "${d:-/}" ] || ! _cudaenv_foreign "$d" "$f"; }; then
+                _ce_file=$f
                 return 0
+            fi
+            f=$d/.tool-versions
+            if [ -e "$f" -o -h "$f" ] && { [ ! -k "${d:-/}" ] || ! _cudaenv_foreign "$d" "$f"; }; then
+                _cudaenv_read_version "$f"
+                if [ $? != 2 ]; then
+                    _ce_file=$f
+                    return 0
+                fi
             fi
         fi
         [ -z "$d" ] && break
@@ -231,7 +353,7 @@ _cudaenv_select() {
         return
     fi
     _cudaenv_global_file || return 1
-    if [ -f "$_ce_global" ]; then
+    if _cudaenv_exists "$_ce_global"; then
         _ce_source=$_ce_global
         _cudaenv_read_version "$_ce_source"
         return

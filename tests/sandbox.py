@@ -2,12 +2,68 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import pwd
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from selection_cases import MAX_BYTES, MAX_LINES
 from toolkits import base_env, make_toolkit, managed
+
+# Every run of a case has this long: a reader that waits on a FIFO or reads
+# /dev/zero to the end fails the case instead of hanging the suite.
+TIMEOUT = 60
+OTHER_USER = "cudaenv-other"
+
+
+@functools.lru_cache(maxsize=None)
+def other_uid() -> int:
+    """An unprivileged user that is neither root nor us, made for the test if needed."""
+    try:
+        return pwd.getpwnam(OTHER_USER).pw_uid
+    except KeyError:
+        pass
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("needs root and useradd to create a second, unprivileged user")
+    p = subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", OTHER_USER],
+                       capture_output=True, text=True)
+    if p.returncode not in (0, 9):  # 9: it exists (another test process made it)
+        pytest.skip(f"useradd failed: {p.stderr.strip()}")
+    return pwd.getpwnam(OTHER_USER).pw_uid
+
+
+def _make_special(path: Path, kind: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "dir":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dangling":
+        path.symlink_to(path.parent / "no-such-file")
+    elif kind == "loop":
+        path.symlink_to(path.name)
+    elif kind == "device":
+        # A node of our own like /dev/zero (c 1 5), which a reader that waits for
+        # a newline would read forever; a symlink to the real one without root.
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o644, os.makedev(1, 5))
+        except PermissionError:
+            path.symlink_to("/dev/zero")
+    elif kind == "device-link":
+        path.symlink_to("/dev/null")
+    elif kind.startswith("link:"):
+        path.symlink_to(kind[5:])
+    elif kind.startswith("mode:"):
+        path.mkdir(exist_ok=True)
+        path.chmod(int(kind[5:], 8))
+    else:
+        raise AssertionError(kind)
 
 
 class Sandbox:
@@ -26,6 +82,13 @@ class Sandbox:
             p = self.proj / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
+        for rel, kind in case.special.items():
+            _make_special(self.proj / rel, kind)
+        for rel in case.sticky:
+            (self.proj / rel).mkdir(parents=True, exist_ok=True)
+            (self.proj / rel).chmod(0o1777)
+        for rel in case.foreign:
+            os.lchown(self.proj / rel, other_uid(), other_uid())
         if case.global_ is not None:
             (self.root / "version").write_bytes(case.global_)
         self.cwd = self.proj / case.cwd
@@ -49,8 +112,9 @@ class Sandbox:
         self.env["PWD"] = str(self.cwd)
 
     def rehash(self):
-        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=self.env, cwd=self.cwd,
-                       check=True, capture_output=True)
+        # From the store, not the project: rehash does not read version files.
+        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(self.env, PWD=str(self.root)),
+                       cwd=self.root, check=True, capture_output=True, timeout=TIMEOUT)
 
     def key(self, root: str) -> str | None:
         return self.roots.get(root.strip())
@@ -63,10 +127,17 @@ class Sandbox:
 def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str):
     """Assert one runner's result against the case's expectation."""
     kind = case.expect[0]
-    ctx = f"[{who}] case {case.id}: exit={code} stdout={stdout!r} stderr={stderr!r}"
+    ctx = f"[{who}] case {case.id}: exit={code} stdout={stdout[:300]!r} stderr={stderr[:600]!r}"
+    if case.warn:
+        warnings = [line for line in stderr.splitlines() if "warning" in line]
+        assert len(warnings) == 1 and case.warn in warnings[0], ctx
+        assert all(str(sandbox.proj / rel) in warnings[0] for rel in case.foreign), ctx
+        stderr = "\n".join(line for line in stderr.splitlines() if "warning" not in line)
     if kind == "ok":
         assert code == 0, ctx
         assert sandbox.key(stdout.strip().splitlines()[-1]) == case.expect[1], ctx
+        if case.warn:
+            assert stderr.strip() == "", ctx
     elif kind == "missing":
         assert code == 127, ctx
         spec = case.expect[1]
@@ -78,6 +149,15 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         name = sandbox.where(where)
         assert name + (f":{line}" if line else "") in stderr, ctx
         assert "allowed" in stderr, ctx
+        assert len(stderr.strip().splitlines()) == 1, ctx
+    elif kind in ("too-large", "not-regular"):
+        assert code == 1, ctx
+        name = sandbox.where(case.expect[1])
+        assert f"{name}: " in stderr, ctx
+        if kind == "too-large":
+            assert "too large" in stderr and f"at most {MAX_BYTES} bytes in at most {MAX_LINES} lines" in stderr, ctx
+        else:
+            assert case.expect[2] in stderr and "must be a regular file" in stderr, ctx
         assert len(stderr.strip().splitlines()) == 1, ctx
     else:
         raise AssertionError(kind)

@@ -14,6 +14,16 @@ and what must happen:
   ("invalid", "where", line)    exit 1; stderr names `where` (a path relative to
                                 <tmp>, or CUDAENV_VERSION) and the line number
   ("missing", "12.4")           exit 127; stderr says `cudaenv install 12.4`
+  ("too-large", "where")        exit 1; stderr names `where` and the size rule
+  ("not-regular", "where", "a FIFO")  exit 1; stderr names `where` and what it is
+
+Files that are not plain bytes (`special`): "dir", "fifo" (a real mkfifo), "dangling"
+(a symlink to nothing), "loop" (a symlink to itself), "device" (a node like
+/dev/zero, which a reader that waits for a newline would read forever),
+"device-link" (a symlink to /dev/null), "link:<rel>", "mode:<octal>" (a directory).
+`sticky` directories (relative to <tmp>/proj, "" for proj itself) get mode
+1777 like /tmp; `foreign` files are handed to an unprivileged user made for the
+test; `warn` is text stderr must hold (a warning on an otherwise good run).
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 DEEP = "a/b/c/d/e"  # five levels below the project root
+MAX_BYTES, MAX_LINES, MAX_LINE = 2048, 32, 128  # cudaenv/selection.py; test_selection checks they agree
 
 
 @dataclass
@@ -35,6 +46,10 @@ class Case:
     cwd: str = DEEP
     path: list = field(default_factory=list)
     conda: str | None = None
+    special: dict = field(default_factory=dict)
+    sticky: list = field(default_factory=list)
+    foreign: list = field(default_factory=list)
+    warn: str | None = None
 
 
 V = ".cuda-version"
@@ -139,4 +154,59 @@ CASES = [
          env={"CUDAENV_VERSION": "$(id)"}),
     Case("bad-nearer-file-not-skipped", ("invalid", "proj/a/" + V, 1), managed=TWO,
          files={V: b"13\n", "a/" + V: b"nope\n"}),
+    # bounds: the whole file is read by every implementation, and never more than MAX_BYTES + 1
+    Case("at-byte-bound", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: (b"#" + b"x" * 126 + b"\n") * 15 + b"12.8\n" + b"#" * (MAX_BYTES - 15 * 128 - 6) + b"\n"}),
+    Case("at-line-bound", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"#\n" * (MAX_LINES - 1) + b"12.8\n"}),
+    Case("at-line-bound-no-newline", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"#\n" * (MAX_LINES - 1) + b"12.8"}),
+    Case("at-line-length-crlf", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"#" * MAX_LINE + b"\r\n12.8\r\n"}),
+    # observed: 65,534 bytes of comments, then 13.0, selected 13.0 in the shim but 13.1 in Python
+    Case("comments-64k-then-value", ("too-large", "proj/" + V), managed=TWO,
+         files={V: (b"#" * 63 + b"\n") * 1023 + b"#" * 62 + b"\n13.0\n"}, global_=b"12\n"),
+    Case("one-byte-over", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"12.8\n" + b"#" * (MAX_BYTES - 6) + b"\n\n"}),
+    Case("one-line-over", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"12.8\n" + b"\n" * MAX_LINES}),
+    Case("value-then-huge-tail", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"12.8\n" + b"# tail\n" * 20000}),
+    Case("ten-thousand-comment-lines", ("too-large", "proj/" + V), managed=TWO, files={V: b"# c\n" * 10000}),
+    Case("one-megabyte-line", ("too-large", "proj/" + V), managed=TWO, files={V: b"1" * 1_000_000 + b"\n"}),
+    Case("megabyte-of-nul", ("too-large", "proj/" + V), managed=TWO, files={V: b"\0" * 1_000_000}),
+    Case("tool-versions-too-large", ("too-large", "proj/a/.tool-versions"), managed=TWO,
+         files={V: b"13\n", "a/.tool-versions": b"# tools\n" * 300 + b"cuda 12.8\n"}),
+    Case("global-too-large", ("too-large", "root/version"), managed=TWO, global_=b"12.8\n" + b"#\n" * 2000),
+    # not regular files: an error that names them, never a fall-through (here to the global 12.8)
+    Case("directory", ("not-regular", "proj/" + V, "a directory"), managed=TWO, global_=b"12.8\n",
+         special={V: "dir"}),
+    Case("fifo", ("not-regular", "proj/" + V, "a FIFO"), managed=TWO, global_=b"12.8\n", special={V: "fifo"}),
+    Case("dangling-symlink", ("not-regular", "proj/" + V, "leads nowhere"), managed=TWO, global_=b"12.8\n",
+         special={V: "dangling"}),
+    Case("symlink-loop", ("not-regular", "proj/" + V, "leads nowhere"), managed=TWO, global_=b"12.8\n",
+         special={V: "loop"}),
+    Case("device", ("not-regular", "proj/" + V, "a device"), managed=TWO, global_=b"12.8\n",
+         special={V: "device"}),
+    Case("symlink-to-device", ("not-regular", "proj/" + V, "a device"), managed=TWO, global_=b"12.8\n",
+         special={V: "device-link"}),
+    Case("fifo-nearer-than-good-file", ("not-regular", "proj/a/" + V, "a FIFO"), managed=TWO,
+         files={V: b"13\n"}, special={"a/" + V: "fifo"}),
+    Case("tool-versions-fifo", ("not-regular", "proj/.tool-versions", "a FIFO"), managed=TWO,
+         global_=b"12.8\n", special={".tool-versions": "fifo"}),
+    Case("global-directory", ("not-regular", "root/version", "a directory"), managed=TWO,
+         special={"../root/version": "dir"}),
+    Case("symlink-to-good-file", ("ok", "managed:13.0.0"), managed=TWO,
+         files={"elsewhere": b"13.0.0\n"}, special={V: "link:elsewhere"}),
+    # another user's file in a world-writable sticky directory (like /tmp) is ignored, with a warning
+    Case("sticky-foreign-ignored", ("ok", "managed:12.8.1"), managed=TWO, global_=b"12.8\n",
+         files={V: b"13.0\n"}, sticky=[""], foreign=[V], warn="ignoring"),
+    Case("sticky-foreign-walks-on", ("ok", "managed:13.0.0"), managed=TWO,
+         files={V: b"13.0.0\n", "a/" + V: b"12.8\n"}, sticky=["a"], foreign=["a/" + V], warn="ignoring"),
+    Case("sticky-foreign-tool-versions-ignored", ("ok", "managed:12.8.1"), managed=TWO, global_=b"12.8\n",
+         files={".tool-versions": b"cuda 13.0\n"}, sticky=[""], foreign=[".tool-versions"], warn="ignoring"),
+    Case("sticky-own-file-counts", ("ok", "managed:13.0.2"), managed=TWO, global_=b"12.8\n",
+         files={V: b"13.0\n"}, sticky=[""]),
+    Case("world-writable-not-sticky-counts", ("ok", "managed:13.0.2"), managed=TWO, global_=b"12.8\n",
+         files={V: b"13.0\n"}, foreign=[V], special={"": "mode:0777"}),
 ]

@@ -18,6 +18,17 @@ SHELLS = ["bash", "zsh", "fish"]
 CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
 
 
+def _write_inits(tmp_path, env) -> dict:
+    """`cudaenv init - SHELL` for each shell, written where a session can source it."""
+    init = {}
+    for sh in SHELLS:
+        p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
+                           text=True, check=True)
+        init[sh] = tmp_path / f"init.{sh}"
+        init[sh].write_text(p.stdout)
+    return init
+
+
 @pytest.fixture
 def world(tmp_path):
     root = tmp_path / "root"
@@ -33,12 +44,7 @@ def world(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / ".cuda-version").write_text("../../evil\n")
     (tmp_path / "out").mkdir()
-    init = {}
-    for sh in SHELLS:
-        p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
-                           text=True, check=True)
-        init[sh] = tmp_path / f"init.{sh}"
-        init[sh].write_text(p.stdout)
+    init = _write_inits(tmp_path, env)
     return tmp_path, root, env, init
 
 
@@ -155,3 +161,123 @@ def test_hook_starts_no_process(world):
     assert p.returncode == 0, p.stderr
     calls = [line for line in p.stderr.splitlines() if "(" in line]
     assert len(calls) == 1 and calls[0].startswith("execve("), calls  # bash itself, nothing else
+
+
+@pytest.fixture
+def system_world(tmp_path):
+    """A store with one managed toolkit and a system toolkit found by discovery,
+    a user without CUDA variables of their own, and a project that says `system`."""
+    from toolkits import make_toolkit
+
+    sys_tk = make_toolkit(tmp_path / "sys" / "cuda-12.6", "12.6.0")
+    root = tmp_path / "root"
+    env = rehashed_store(root, releases=("13.0.2",), search=str(tmp_path / "sys" / "cuda-*"))
+    env["PATH"] = f"/usr/local/bin:/usr/bin:/bin:{CLI_DIR}"
+    for v in ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX"):
+        env.pop(v, None)
+    (tmp_path / "p130").mkdir()
+    (tmp_path / "p130" / ".cuda-version").write_text("13.0\n")
+    (tmp_path / "psys").mkdir()
+    (tmp_path / "psys" / ".cuda-version").write_text("system\n")
+    (tmp_path / "out").mkdir()
+    init = _write_inits(tmp_path, env)
+    return tmp_path, root, env, init, sys_tk
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_system_selection_exports_the_system_toolkit(shell, system_world):
+    """`system`, said by a file or by nothing at all, exports the system toolkit's
+    root: tools that read CUDA_HOME (torch's cpp_extension) find a real toolkit."""
+    tmp, root, env, init, sys_tk = system_world
+    body = (f"prompt\nshow\ncd {tmp}/p130\nprompt\nshow\ncd {tmp}/psys\nprompt\nshow\n"
+            f"cd {tmp}/out\nprompt\nshow\n")
+    p, (outside, in130, insys, back_out) = session(shell, system_world[:4], body)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    tk = str(sys_tk)
+    for got in (outside, insys, back_out):
+        assert {k: got[k] for k in ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX")} == {
+            "CUDA_HOME": tk, "CUDA_PATH": tk, "CUDAToolkit_ROOT": tk, "CUDACXX": f"{tk}/bin/nvcc"}, (shell, got)
+        assert got["PATH"].startswith(f"{tk}/bin:") and got["PATH"].count(f"{tk}/bin") == 1
+    assert (Path(outside["CUDA_HOME"]) / "include" / "cuda_runtime.h").is_file()
+    assert in130["CUDA_HOME"] == str(root / "versions" / "13.0.2")
+    assert str(root / "versions") not in back_out["PATH"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_explicit_system_beats_the_users_own_variables(shell, system_world):
+    """Where nothing selects, a CUDA_HOME the user set before the hook is their
+    own choice and stays; a project that says `system` exports the system toolkit."""
+    tmp, root, env, init, sys_tk = system_world
+    env["CUDA_HOME"] = "/opt/users-own-cuda"
+    p, (outside, insys, back_out) = session(shell, (tmp, root, env, init),
+                                            f"prompt\nshow\ncd {tmp}/psys\nprompt\nshow\ncd {tmp}/out\nprompt\nshow\n")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert outside["CUDA_HOME"] == back_out["CUDA_HOME"] == "/opt/users-own-cuda"
+    assert outside["CUDACXX"] is None and back_out == outside
+    assert insys["CUDA_HOME"] == str(sys_tk) and insys["CUDACXX"] == f"{sys_tk}/bin/nvcc"
+
+
+def _reads_of(trace: str, name: str) -> int:
+    """How many read(2) calls the trace shows on the file descriptor opened for `name`."""
+    fds, count = set(), 0
+    for line in trace.splitlines():
+        if f'"{name}"' in line and ("openat(" in line or "open(" in line) and "= " in line:
+            fd = line.rsplit("= ", 1)[1].split()[0]
+            if fd.isdigit():
+                fds.add(fd)
+        elif "read(" in line:
+            fd = line.split("read(", 1)[1].split(",", 1)[0]
+            count += fd in fds
+        elif ("dup2(" in line or "fcntl(" in line) and fds:
+            # bash and zsh move the file to fd 9 (and back): follow the copy.
+            args = line.split("(", 1)[1]
+            src = args.split(",", 1)[0].strip()
+            dst = line.rsplit("= ", 1)[1].split()[0]
+            if src in fds and dst.isdigit():
+                fds.add(dst)
+    return count
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_hook_reads_a_huge_version_file_only_up_to_the_bound(shell, world):
+    """A cloned repository's 1 MB one-line .cuda-version costs the prompt no more
+    than the bound: counted in read(2) calls on it (strace), not in seconds."""
+    tmp, root, env, init = world
+    if not shutil.which("strace") or not shutil.which(EXE[shell][0]):
+        pytest.skip(f"needs strace and {shell}")
+    from cudaenv.selection import MAX_BYTES
+
+    huge = tmp / "huge"
+    huge.mkdir()
+    (huge / ".cuda-version").write_bytes(b"1" * 1_000_000 + b"\n")
+    script = tmp / f"huge.{shell}"
+    script.write_text(SHOW[shell] + f"source {init[shell]}\ncd {huge}\nprompt\nprompt\nshow\n")
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,open,read,dup2,fcntl", "-o", str(tmp / "trace"),
+                        *EXE[shell], str(script)], env=dict(env, PWD=str(tmp)), cwd=tmp, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    errs = p.stderr.strip().splitlines()
+    assert len(errs) == 1 and f"{huge}/.cuda-version: version file too large" in errs[0], p.stderr
+    assert "CUDA_HOME=/opt/users-own-cuda" in p.stdout
+    reads = _reads_of((tmp / "trace").read_text(), f"{huge}/.cuda-version")
+    assert 0 < reads <= 4 * (MAX_BYTES + 1), reads  # a byte-at-a-time read of the bound, at most, per look
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_ignored_file_warns_once_not_at_every_prompt(shell, world, tmp_path):
+    """Another user's .cuda-version in a sticky world-writable directory: one
+    warning when the hook first meets it, then silence, and the file selects nothing."""
+    from sandbox import other_uid
+
+    tmp, root, env, init = world
+    shared = tmp / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "sub").mkdir()
+    (shared / ".cuda-version").write_text("13.0\n")
+    os.lchown(shared / ".cuda-version", other_uid(), other_uid())
+    p, (first, later) = session(shell, world, f"cd {shared}/sub\nprompt\nshow\nprompt\ncd {shared}\nprompt\n"
+                                f"prompt\nshow\n")
+    warnings = p.stderr.strip().splitlines()
+    assert len(warnings) == 1 and f"ignoring {shared}/.cuda-version" in warnings[0], p.stderr
+    assert first["CUDA_HOME"] == later["CUDA_HOME"] == "/opt/users-own-cuda"

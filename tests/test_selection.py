@@ -3,13 +3,24 @@ and through the real `cudaenv prefix` subprocess."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 import sys
+import threading
 
 import pytest
 
-from sandbox import Sandbox, check
+import selection_cases
+from sandbox import TIMEOUT, Sandbox, check
 from selection_cases import CASES
+
+
+def test_table_bounds_are_the_real_ones():
+    from cudaenv import selection
+
+    assert (selection.MAX_BYTES, selection.MAX_LINES, selection.MAX_LINE) == (
+        selection_cases.MAX_BYTES, selection_cases.MAX_LINES, selection_cases.MAX_LINE)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -17,7 +28,7 @@ def test_python_cli(case, tmp_path):
     box = Sandbox(case, tmp_path)
     box.rehash()
     proc = subprocess.run([sys.executable, "-m", "cudaenv", "prefix"], env=box.env, cwd=box.cwd,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=TIMEOUT)
     check(case, box, proc.returncode, proc.stdout, proc.stderr, "python")
 
 
@@ -32,9 +43,21 @@ def test_python_api(case, tmp_path, monkeypatch):
     for k, v in box.env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(box.cwd)
-    try:
-        r = selection.current()
-        code, out, err = 0, str(r.root), ""
-    except selection.SelectionError as e:
-        code, out, err = e.exit_code, "", f"cudaenv: {e}"
-    check(case, box, code, out, err, "api")
+    result = {}
+
+    def run():
+        warnings = io.StringIO()
+        with contextlib.redirect_stderr(warnings):
+            try:
+                r = selection.current()
+                result.update(code=0, out=str(r.root), err="")
+            except selection.SelectionError as e:
+                result.update(code=e.exit_code, out="", err=f"cudaenv: {e}")
+        result["err"] = warnings.getvalue() + result["err"]
+
+    # A thread with a deadline: a FIFO opened the blocking way would hang here forever.
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(TIMEOUT)
+    assert not t.is_alive(), f"case {case.id}: selection did not return within {TIMEOUT}s"
+    check(case, box, result["code"], result["out"], result["err"], "api")
