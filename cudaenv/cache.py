@@ -226,10 +226,10 @@ def _plan_key(release: str, profile: str, extra) -> str:
 
 
 def _plan_file(source: str, release: str, profile: str, extra) -> Path:
-    from .sources import SOURCE_NAMES
+    from .sources.registry import NAMES
     from .versions import Release
 
-    if source not in SOURCE_NAMES:
+    if source not in NAMES:
         raise ValueError(f"unknown source {source!r}")
     return plans_root() / source / _plan_key(str(Release.parse(release)), profile, extra)
 
@@ -247,7 +247,7 @@ def save_plan(plan, extra) -> None:
 
 def load_plan(source: str, release: str, profile: str, extra):
     """The cached plan, or None. Only plans whose every archive has a valid sha256 are trusted."""
-    from .sources import Artifact, Plan
+    from .sources.base import Artifact, Plan
 
     try:
         data = json.loads(_plan_file(source, release, profile, extra).read_text())

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import store
+from .cache import archives_root
 from .progress import Progress, quiet
-from .sources import Artifact, SourceError, Unreachable
+from .sources.base import Artifact, SourceError, Unreachable
 
 CHUNK = 1 << 20
 # Network reads are smaller: a chunk cut short by a dropped connection is lost,
@@ -199,14 +200,11 @@ def parse_json(data: bytes, url: str):
 
 # -- the cache ---------------------------------------------------------------
 
-def cache_root() -> Path:
-    return store.cache_dir() / "sha256"
-
-
 def cached_path(sha256: str) -> Path:
+    """Where the verified archive `sha256` is kept (cache.py owns the layout)."""
     if not _SHA_RE.match(sha256 or ""):
         raise DownloadError(f"invalid sha256 {sha256!r}: expected 64 lowercase hex digits")
-    return cache_root() / sha256
+    return archives_root() / sha256
 
 
 def file_sha256(path: Path) -> str:

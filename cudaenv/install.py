@@ -40,16 +40,14 @@ from pathlib import Path
 
 from . import components, extract, store
 from .progress import Progress, human_bytes, quiet
-from .sources import Plan, SourceError, UnknownComponent, UnknownRelease
+from .sources import registry
+from .sources.base import Plan, SourceError, SourceUnavailable, UnknownComponent, UnknownRelease
 from .versions import InvalidVersion, Release, Spec, newest_match, parse_spec
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_SOURCE = 2
 
-# Unpacked size per archived byte, to check free space before extracting.
-# NVIDIA's tar.xz archives expand 2-4x; a wheel or .deb a little less.
-EXPANSION = {"tar.xz": 4.0, "whl": 3.0, "deb": 3.0}
 _BANNER_RE = re.compile(r"release (\d+)\.(\d+), V")
 
 
@@ -109,6 +107,11 @@ def requested_spec(text: str | None) -> tuple[Spec, str]:
     return sel.spec, sel.origin
 
 
+def check_profile(profile: str) -> None:
+    if profile not in components.PROFILES:
+        raise BadInput(f"unknown profile {profile[:40]!r}: allowed are {', '.join(components.PROFILES)}")
+
+
 def nearest(spec: Spec, releases: list[Release], n: int = 4) -> list[str]:
     """The releases closest to what was asked, for an 'unknown version' message."""
     want = spec.parts + (0,) * (3 - len(spec.parts))
@@ -132,8 +135,6 @@ def _valid_releases(names) -> list[Release]:
 
 def choose(spec: Spec, source: str, profile: str, extra) -> tuple[object, Plan, list[str]]:
     """(source object, plan, notes) for the first source that can serve `spec`."""
-    from .sources import registry
-
     try:
         names = registry.candidates(source)
     except ValueError as e:
@@ -157,7 +158,7 @@ def choose(spec: Spec, source: str, profile: str, extra) -> tuple[object, Plan, 
             raise BadInput(str(e)) from None
         except UnknownRelease as e:
             tried.append(_prefixed(name, e))
-        except registry.SourceUnavailable as e:
+        except SourceUnavailable as e:
             all_unknown = False
             notes.append(f"skipped {e}")
             tried.append(str(e))
@@ -399,7 +400,6 @@ def _prefixed(name: str, error) -> str:
 def _plan_for(spec: Spec, source: str, profile: str, extra: set[str], refresh: bool):
     """(source object, plan, notes): from the plan cache for an exact release, else from the sources."""
     from . import cache
-    from .sources import registry
 
     if len(spec.parts) == 3 and not refresh:
         try:
@@ -411,7 +411,7 @@ def _plan_for(spec: Spec, source: str, profile: str, extra: set[str], refresh: b
             if plan is not None:
                 try:
                     return registry.get(name), plan, []
-                except registry.SourceUnavailable:
+                except SourceUnavailable:
                     continue
     src, plan, notes = choose(spec, source, profile, extra)
     cache.save_plan(plan, extra)
@@ -432,8 +432,7 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
     del keep_cache
     started = time.monotonic()
     progress = progress or quiet()
-    if profile not in components.PROFILES:
-        raise BadInput(f"unknown profile {profile[:40]!r}: allowed are {', '.join(components.PROFILES)}")
+    check_profile(profile)
     extra = set(extra)
     if release_spec is not None and release_spec.strip() == "latest":
         spec, origin = Spec("latest", ()), "the command line"
@@ -491,12 +490,12 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
     to_fetch = [a for a in new if force or not cache.has_tree(a.sha256)]
     missing = sum(a.size or 0 for a in to_fetch if not cached_path(a.sha256).is_file())
     check_free_space(store.cache_dir(), missing, "the download")
-    estimate = int(sum((a.size or 0) * EXPANSION.get(a.kind, 4.0) for a in to_fetch))
+    estimate = int(sum((a.size or 0) * registry.expansion(a.kind) for a in to_fetch))
     check_free_space(store.cache_dir(), estimate, "the unpacked archives")
     store.versions_dir().mkdir(parents=True, exist_ok=True)
     cross_device = os.stat(store.cache_dir()).st_dev != os.stat(store.versions_dir()).st_dev
     if cross_device:  # files are copied, not linked
-        check_free_space(store.versions_dir(), int(sum((a.size or 0) * EXPANSION.get(a.kind, 4.0)
+        check_free_space(store.versions_dir(), int(sum((a.size or 0) * registry.expansion(a.kind)
                                                        for a in plan.artifacts)), "the toolkit")
     try:
         report = Downloader(progress).fetch_all(to_fetch) if to_fetch else None
@@ -638,19 +637,3 @@ def uninstall(release: Release) -> Path:
 
     shims.rehash()
     return final
-
-
-# -- cache ------------------------------------------------------------------------
-
-def cache_entries() -> list[dict]:
-    """Cached archives with their size and the installed toolkits that came from them."""
-    from . import cache
-
-    return cache.archive_entries()
-
-
-def clear_cache() -> dict:
-    """Delete every cached archive and unpacked tree."""
-    from . import cache
-
-    return cache.prune()

@@ -26,8 +26,10 @@ import cudaenv
 from httpserver import FileServer
 from toolkits import base_env
 
-from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease, Unreachable
+from cudaenv import system_install
 from cudaenv.sources import apt
+from cudaenv.sources.apt import repository, system
+from cudaenv.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
 
 pytestmark = pytest.mark.skipif(not (shutil.which("apt-get") and shutil.which("gpg") and shutil.which("dpkg-deb")
                                      and shutil.which("apt-ftparchive")),
@@ -262,8 +264,8 @@ def test_bad_configuration_is_a_clear_error(env, monkeypatch):
 
 def test_missing_keyring_names_cuda_keyring(env, monkeypatch):
     monkeypatch.delenv("CUDAENV_APT_KEYRING")
-    monkeypatch.setattr(apt, "SHIPPED_KEYRING", env / "none.gpg")
-    monkeypatch.setattr(apt, "SYSTEM_KEYRING", env / "none2.gpg")
+    monkeypatch.setattr(repository, "SHIPPED_KEYRING", env / "none.gpg")
+    monkeypatch.setattr(repository, "SYSTEM_KEYRING", env / "none2.gpg")
     with pytest.raises(SourceError, match="cuda-keyring"):
         apt.keyring_path()
 
@@ -396,9 +398,14 @@ def test_install_system_into_a_scratch_root(env, server, tmp_path, monkeypatch):
     host_status = Path("/var/lib/dpkg/status").read_text()
     server.clear()
 
-    toolkit = apt.install_system("13.0.2", "minimal", set(), root=root)
+    result = system_install.install_system("13.0.2", "minimal", set(), root=root)
 
+    toolkit = result.root
     assert toolkit == root / "usr/local/cuda-13.0"
+    assert (result.release, result.source, result.status) == ("13.0.2", "apt", "installed")
+    # One update of the private state chose and planned the release, one of the root's lists let
+    # apt-get install it: the selection does not update a second time.
+    assert sum(1 for r in server.requests if r[0] == "GET" and r[1].endswith("/InRelease")) == 2
     out = subprocess.run([str(toolkit / "bin" / "nvcc"), "--version"], capture_output=True, text=True, check=True)
     assert "release 13.0, V13.0.88" in out.stdout
     # dpkg installed whole packages, as on a real system, and recorded them in the scratch root.
@@ -420,13 +427,13 @@ def test_install_system_into_a_scratch_root(env, server, tmp_path, monkeypatch):
     assert not any(SYSTEM_LIST in p.name for p in Path("/etc/apt/sources.list.d").iterdir())
 
 
-SYSTEM_LIST = apt.SYSTEM_LIST_NAME
+SYSTEM_LIST = system.SYSTEM_LIST_NAME
 
 
 def test_install_system_needs_root(env, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(SourceError, match="needs root: run it with sudo"):
-        apt.install_system("13.0.2", "minimal", set())
+    with pytest.raises(system_install.SourceFailure, match="needs root: run it with sudo"):
+        system_install.install_system("13.0.2", "minimal", set())
 
 
 # apt-get as system mode would run it is never let through in these tests: the
@@ -458,8 +465,9 @@ def test_install_system_plan_is_shown_and_a_no_runs_nothing(env, server, tmp_pat
     monkeypatch.setenv("PATH", path)
     shown = []
     server.clear()
-    with pytest.raises(apt.NotConfirmed, match="not confirmed"):
-        apt.install_system("13.0.2", "minimal", set(), root=root, confirm=lambda text: shown.append(text) and False)
+    with pytest.raises(system_install.NotConfirmed, match="not confirmed"):
+        system_install.install_system("13.0.2", "minimal", set(), root=root,
+                                      confirm=lambda text: shown.append(text) and False)
     text = shown[0]
     assert f"CUDA 13.0.2 (minimal) into {root}/usr/local/cuda-13.0 with apt-get, from {server.url}repo/" in text
     for name, version in MINIMAL_13_0_2.items():
@@ -489,6 +497,8 @@ def test_install_system_as_root_without_yes_asks_and_runs_no_apt_get(env, server
     assert "into /usr/local/cuda-13.0 with apt-get" in p.stderr and "cuda-nvcc-13-0" in p.stderr
     assert "refusing to run apt-get without confirmation (no terminal to ask on); pass --yes" in p.stderr
     assert not log.exists(), log.read_text()
+    # Choosing the release and planning it share one update of the private apt state.
+    assert sum(1 for r in server.requests if r[0] == "GET" and r[1].endswith("/InRelease")) == 1
     assert sorted(os.listdir("/usr/local")) == usr_local_before
     assert not any(r[1].endswith(".deb") for r in server.requests)
 

@@ -9,7 +9,7 @@ import pytest
 
 from cudaenv import download
 from cudaenv.download import Downloader, DownloadError
-from cudaenv.sources import Artifact, Unreachable
+from cudaenv.sources.base import Artifact, Unreachable
 from httpserver import FileServer, closed_port
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from cudaenv import pins
 from cudaenv.download import MAX_JSON_DEPTH, DownloadError, parse_json
-from cudaenv.sources import IntegrityError
+from cudaenv.sources.base import IntegrityError
 from cudaenv.sources.redist import RedistSource
 from httpserver import FileServer
 from redist_mirror import REDIST_MANIFESTS, RedistMirror, nvcc_script, package_entries, write_tar_xz
@@ -288,7 +288,7 @@ def test_deeply_nested_pypi_project_page_is_one_line_naming_the_url():
     import http.server
     import threading
 
-    from cudaenv.sources import SourceError
+    from cudaenv.sources.base import SourceError
     from cudaenv.sources.pypi import JSON_ACCEPT, PypiSource
 
     body = ('{"meta": {"api-version": "1.0"}, "files": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()

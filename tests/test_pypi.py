@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from cudaenv import discover
-from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease, Unreachable
+from cudaenv.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
 from cudaenv.sources import pypi
 from cudaenv.sources.pypi import PypiSource
 from httpserver import closed_port

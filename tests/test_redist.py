@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudaenv import components
-from cudaenv.sources import SourceError, UnknownComponent, UnknownRelease
+from cudaenv.sources.base import SourceError, UnknownComponent, UnknownRelease
 from cudaenv.sources.redist import RedistSource, parse_listing
 from httpserver import FileServer
 from redist_mirror import REDIST_MANIFESTS, RedistMirror

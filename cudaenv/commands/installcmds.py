@@ -10,6 +10,7 @@ import click
 
 from .. import components
 from ..progress import Progress, human_bytes
+from ..sources import registry
 
 EXIT_CODES = """\b
 Exit codes:
@@ -42,7 +43,7 @@ def _terminate_as_interrupt() -> None:
 
 
 def _list_releases(source: str, as_json: bool) -> None:
-    from ..sources import SourceError, registry
+    from ..sources.base import SourceError
 
     try:
         names = registry.candidates(source)
@@ -96,11 +97,7 @@ Profiles:
            nvjitlink, profiler api, culibos
   full     every toolkit package the source offers (never drivers, nsight, docs)
 
-\b
-Sources (--source auto tries them in this order):
-  redist   NVIDIA's tarballs (CUDAENV_REDIST_URL overrides the base URL)
-  apt      NVIDIA's Debian/Ubuntu repository, unpacked without root
-  pypi     NVIDIA's wheels (13.x)
+{registry.help_block()}
 
 \b
 An installed release that has what was asked is answered from the store,
@@ -119,7 +116,7 @@ bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 @click.argument("versions", nargs=-1)
 # Plain strings checked by the core, so a bad value exits 1 (bad input) with the
 # allowed values, not click's usage-error code 2, which means a source failure here.
-@click.option("--source", default="auto", show_default=True, metavar="auto|redist|apt|pypi",
+@click.option("--source", default="auto", show_default=True, metavar=registry.metavar(),
               help="Where to get the toolkit.")
 @click.option("--profile", default="minimal", show_default=True, metavar="|".join(components.PROFILES),
               help="Which components to install.")
@@ -210,42 +207,36 @@ def _auto_versions(python):
     return (_auto_release(python),)
 
 
+def _ask_on_terminal(plan_text: str) -> bool:
+    """Ask before apt-get runs; without a terminal to ask on, the answer is no (pass --yes)."""
+    from ..system_install import NotConfirmed
+
+    if not sys.stdin.isatty():
+        raise NotConfirmed("refusing to run apt-get without confirmation (no terminal to ask on); "
+                           "pass --yes to install the plan above")
+    return click.confirm("Run apt-get to install these packages?", default=False, err=True)
+
+
 def _install_system(versions, profile, extra, as_json, yes):
     from .. import install as core
-    from ..sources import SourceError
-    from ..versions import Release
+    from ..system_install import install_system, require_root
 
     try:
-        from ..sources import apt
-    except ImportError as e:
-        _fail(f"--system needs the apt source, which is not available ({e})", 2)
-    try:
-        apt.require_root()  # before anything runs apt-get or writes a file
-    except SourceError as e:
-        _fail(str(e), 2)
-    confirm = None if yes else apt.ask_on_terminal
+        require_root()  # before anything runs apt-get or writes a file
+    except core.InstallError as e:
+        _fail(str(e), e.exit_code)
+    # Never quiet: the plan is what --yes or the question agrees to, and apt-get's output is the progress.
+    progress = Progress()
     for spec_text in versions or (None,):
         try:
-            spec, _ = core.requested_spec(spec_text)
-            src = apt.AptSource() if hasattr(apt, "AptSource") else None
-            offered = [Release.parse(r) for r in src.releases()] if src else []
-            from ..versions import newest_match
-
-            release = newest_match(spec, offered) if offered else Release.parse(spec.text)
-            if release is None:
-                near = ", ".join(core.nearest(spec, offered))
-                _fail(f"CUDA {spec.text} is not available from apt; nearest available: {near}", 1)
-            out = apt.install_system(str(release), profile, set(extra), confirm=confirm)
+            r = install_system(spec_text, profile, extra, confirm=None if yes else _ask_on_terminal,
+                               progress=progress)
         except core.InstallError as e:
             _fail(str(e), e.exit_code)
-        except apt.NotConfirmed as e:
-            _fail(str(e), 1)
-        except SourceError as e:
-            _fail(str(e), 2)
         if as_json:
-            click.echo(json.dumps({"release": str(release), "system": True, "result": str(out)}))
+            click.echo(json.dumps({"release": r.release, "system": True, "result": str(r.root)}))
         else:
-            click.echo(f"installed CUDA {release} system-wide ({out})")
+            click.echo(f"installed CUDA {r.release} system-wide ({r.root})")
 
 
 @click.command(epilog=f"""\b
@@ -364,18 +355,18 @@ def cache_prune(older_than, uninstalled, dry_run, as_json):
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_list(as_json):
     """List cached archives with their sizes."""
-    from .. import install as core
-    from ..download import cache_root
+    from .. import cache as cachemod
 
-    entries = core.cache_entries()
+    entries = cachemod.archive_entries()
     total = sum(e["size"] for e in entries)
     if as_json:
-        click.echo(json.dumps({"dir": str(cache_root()), "total_bytes": total, "entries": entries}, indent=2))
+        click.echo(json.dumps({"dir": str(cachemod.archives_root()), "total_bytes": total, "entries": entries},
+                              indent=2))
         return
     for e in entries:
         used = ", ".join(e["used_by"]) or ("partial download" if e["partial"] else "-")
         click.echo(f"{human_bytes(e['size']):>10}  {e['sha256'][:16]}  {used}")
-    click.echo(f"{len(entries)} archives, {human_bytes(total)} in {cache_root()}")
+    click.echo(f"{len(entries)} archives, {human_bytes(total)} in {cachemod.archives_root()}")
 
 
 @cache.command("clear", epilog="""\b
@@ -392,9 +383,9 @@ selected here (the same test as `cudaenv doctor`'s jit-caches check).""")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_clear(jit, yes, as_json):
     """Delete cached archives and unpacked trees (and with --jit, stale JIT caches)."""
-    from .. import install as core
+    from .. import cache as cachemod
 
-    removed = core.clear_cache()
+    removed = cachemod.prune()
     out = {"files": removed["archives"], "bytes": removed["archive_bytes"],
            "trees": removed["trees"], "tree_bytes": removed["tree_bytes"]}
     if jit:

@@ -24,9 +24,7 @@ import configparser
 import email.parser
 import hashlib
 import io
-import json
 import os
-import platform
 import re
 import sys
 import zipfile
@@ -37,9 +35,10 @@ from urllib.parse import urljoin, urlsplit, urlunsplit, urldefrag
 # packaging is imported where it is used: compiling its grammar costs ~0.2 s,
 # which an install whose plan is cached (a reinstall) never needs.
 
-from .. import components, store
+from .. import components
 from ..versions import Release
-from . import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable
+from . import arch, fixups
+from .base import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 META_PACKAGE = "cuda-toolkit"
@@ -209,13 +208,13 @@ def _files_from_html(text: str, base: str) -> list[dict]:
 
 
 def platform_name() -> str:
-    machine = platform.machine().lower()
-    return {"amd64": "linux-x86_64", "arm64": "linux-aarch64"}.get(machine, f"linux-{machine}")
+    host = arch.host()
+    return host.wheel if host else f"linux-{arch.machine()}"
 
 
 def _targets_dir_name() -> str:
-    machine = platform.machine().lower()
-    return "sbsa-linux" if machine in ("aarch64", "arm64") else f"{machine}-linux"
+    host = arch.host()
+    return host.targets if host else f"{arch.machine()}-linux"
 
 
 class PypiSource:
@@ -505,8 +504,7 @@ class PypiSource:
         root = Path(staging_root)
         lib = root / "lib"
         # 13.0/13.1 nvcc.profile links executables from lib64/.
-        if lib.is_dir() and not os.path.lexists(root / "lib64"):
-            os.symlink("lib", root / "lib64")
+        fixups.link_lib64(root)
         # Wheels ship only runtime sonames (libcudart.so.13); `-cudart shared`,
         # `-lcublas` and torch's `-lcudart` need the unversioned dev name.
         if lib.is_dir():
@@ -518,7 +516,8 @@ class PypiSource:
             for sub in ("include", "lib"):
                 if (root / sub).is_dir():
                     os.symlink(f"../../{sub}", targets / sub)
-        store.write_atomic(root / "version.json", json.dumps(version_json(plan), indent=2, sort_keys=True) + "\n")
+        # Always written: the pieces of version.json that single wheels may carry do not describe the whole tree.
+        fixups.write_version_json(root, plan, version_json_components(plan), replace=True)
 
 
 def add_dev_symlinks(lib: Path) -> list[str]:
@@ -538,13 +537,10 @@ def add_dev_symlinks(lib: Path) -> list[str]:
     return made
 
 
-def version_json(plan: Plan) -> dict:
-    """NVIDIA's version.json shape: the release plus each component's version."""
-    data = {"cuda": {"name": "CUDA SDK", "version": plan.release}}
-    for a in plan.artifacts:
-        key = VERSION_JSON_KEY.get(a.component, a.component.replace("-", "_"))
-        data[key] = {"name": a.component, "version": a.version}
-    return data
+def version_json_components(plan: Plan) -> dict:
+    """version.json's component entries, under the keys NVIDIA's version.json and redist manifests use."""
+    return {VERSION_JSON_KEY.get(a.component, a.component.replace("-", "_")): {"name": a.component, "version": a.version}
+            for a in plan.artifacts}
 
 
 def parse_meta_wheel(blob: bytes, filename: str) -> dict[str, list[Requirement]]:

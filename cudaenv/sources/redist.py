@@ -20,9 +20,7 @@ the mirror the trust root (CUDAENV_TRUST_MIRROR=1 or --trust-mirror).
 
 from __future__ import annotations
 
-import json
 import os
-import platform as _platform
 import re
 import sys
 import urllib.parse
@@ -30,7 +28,8 @@ from pathlib import Path
 
 from .. import components, pins
 from ..versions import InvalidVersion, Release
-from . import Artifact, IntegrityError, Plan, SourceError, UnknownComponent, UnknownRelease
+from . import arch, fixups
+from .base import Artifact, IntegrityError, Plan, SourceError, UnknownComponent, UnknownRelease
 
 DEFAULT_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 PLATFORMS = ("linux-x86_64", "linux-sbsa", "linux-aarch64")
@@ -74,12 +73,11 @@ def machine_platform() -> str:
         if forced not in PLATFORMS:
             raise SourceError(f"CUDAENV_REDIST_PLATFORM {forced[:40]!r}: allowed are {', '.join(PLATFORMS)}")
         return forced
-    machine = _platform.machine()
-    if machine in ("x86_64", "AMD64"):
-        return "linux-x86_64"
-    if machine in ("aarch64", "arm64"):
-        return "linux-sbsa"
-    raise SourceError(f"no CUDA redist archives for machine type {machine!r} (x86_64 and aarch64 are supported)")
+    host = arch.host()
+    if host is None:
+        raise SourceError(f"no CUDA redist archives for machine type {arch.machine()!r} "
+                          f"({arch.supported()} are supported)")
+    return host.redist
 
 
 def _listing(url: str) -> str:
@@ -277,17 +275,10 @@ class RedistSource:
                     artifacts=artifacts)
 
     def finalize(self, staging_root: Path, plan: Plan) -> None:
-        root = Path(staging_root)
-        # Redist archives ship lib/; nvcc.profile links against lib64 when there is
-        # no targets/ tree, and torch's cpp_extension looks in lib64 too.
-        if (root / "lib").is_dir() and not os.path.lexists(root / "lib64"):
-            os.symlink("lib", root / "lib64")
-        version_json = root / "version.json"
-        if not version_json.exists():
-            data = {"cuda": {"name": "CUDA SDK", "version": plan.release}}
-            for art in plan.artifacts:
-                data[art.component] = {"name": art.component, "version": art.version}
-            version_json.write_text(json.dumps(data, indent=4, sort_keys=True) + "\n")
+        fixups.link_lib64(staging_root)
+        fixups.write_version_json(staging_root, plan, {
+            a.component: {"name": a.component, "version": a.version} for a in plan.artifacts
+        })
 
 
 SOURCE = RedistSource

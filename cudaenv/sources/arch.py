@@ -1,0 +1,44 @@
+"""This machine's CPU architecture in the names each of NVIDIA's channels uses for it.
+
+One table, so that the sources cannot disagree about what an aarch64 machine
+is: the redist archives and the apt repository call it sbsa, dpkg arm64, the
+wheels aarch64, and the toolkit's targets/ directory sbsa-linux.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Arch:
+    machine: str       # uname -m: x86_64, aarch64
+    redist: str        # the redist manifests' platform key: linux-x86_64, linux-sbsa
+    repository: str    # the directory of NVIDIA's apt repository: x86_64, sbsa
+    dpkg: str          # Debian's architecture: amd64, arm64
+    wheel: str         # the platform the wheels are built for: linux-x86_64, linux-aarch64
+    targets: str       # the toolkit's targets/<name>: x86_64-linux, sbsa-linux
+
+
+ARCHES = {
+    "x86_64": Arch("x86_64", "linux-x86_64", "x86_64", "amd64", "linux-x86_64", "x86_64-linux"),
+    "aarch64": Arch("aarch64", "linux-sbsa", "sbsa", "arm64", "linux-aarch64", "sbsa-linux"),
+}
+# Other spellings of the same machines (Windows and macOS report these).
+ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+def machine() -> str:
+    """uname -m of this machine, lower case, with the aliases above folded in."""
+    name = platform.machine().lower()
+    return ALIASES.get(name, name)
+
+
+def host() -> Arch | None:
+    """This machine's Arch, or None where NVIDIA publishes no Linux toolkit for it."""
+    return ARCHES.get(machine())
+
+
+def supported() -> str:
+    return " and ".join(ARCHES)
