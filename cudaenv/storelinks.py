@@ -81,10 +81,7 @@ def _link_atomically(path: Path, target: str) -> None:
         # rename(2) replaces a link without following it; onto a directory it fails.
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -105,10 +102,7 @@ def update(toolkit_root: str | None) -> None:
             continue
         path = root / name
         if target is None:
-            try:
-                os.unlink(path)
-            except FileNotFoundError:
-                pass
+            path.unlink(missing_ok=True)
             continue
         try:
             _link_atomically(path, target)
