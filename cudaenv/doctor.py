@@ -239,7 +239,7 @@ class Doctor:
         linked = storelinks.linked_toolkit(Path(root))
         selected = f"{self.selected_release} ({self.selected_root})"
         if linked and _real(linked) == _real(self.selected_root):
-            self.add("store-root", "ok", f"{who} take {root} as CUDA_HOME (from the nvcc shim): its bin/nvcc and "
+            self.add("store-root", "ok", f"{who} {'take' if len(users) > 1 else 'takes'} {root} as CUDA_HOME (from the nvcc shim): its bin/nvcc and "
                      f"include/ are both the selected {self.selected_release}")
             return
         if linked:

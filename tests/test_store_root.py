@@ -322,7 +322,7 @@ def test_doctor_store_root_matches_global(tmp_path):
     assert m.cli("global", "13.0").returncode == 0
     env = shims_only(m.env(), m.root)
     r = _doctor(m, env, m.proj)
-    assert f"[ok]    store-root: torch's cpp_extension take {m.root} as CUDA_HOME" in r.stdout, r.stdout
+    assert f"[ok]    store-root: torch's cpp_extension takes {m.root} as CUDA_HOME" in r.stdout, r.stdout
     assert "torch-finds" not in r.stdout
 
 
