@@ -250,7 +250,7 @@ class Doctor:
                      f"{who} would build with {root}: its bin/nvcc runs the selected {selected}, but its include/ "
                      f"and lib64/ are the global {rel} ({linked})",
                      f"With no CUDA_HOME they take dirname(dirname(which nvcc)) = {root}, whose headers and libraries "
-                     "follow only the global selection (`cudaenv global`), not this directory's; nvcc then compiles "
+                     "follow only the store's global selection ({root}/version), not this directory's; nvcc then compiles "
                      f"against another release's headers and libcudart. To use {self.selected_release} throughout: "
                      f"{ways}.", self.hook)
             return

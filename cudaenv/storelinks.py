@@ -8,9 +8,11 @@ that is $CUDAENV_ROOT, so the store root carries the layout they read:
     include  -> <global toolkit>/include    and lib64, lib, nvvm, targets and
                                             extras, for the names that toolkit has
 
-The headers and libraries can only follow one selection: the global one (the
-version file `cudaenv global` writes), resolved through the alias table, so
-`system` links the machine's own toolkit. In a directory that selects another
+The headers and libraries can only follow one selection: the store's global
+one ($CUDAENV_ROOT/version, which `cudaenv global` writes), resolved through
+the alias table, so `system` links the machine's own toolkit. A user's own
+CUDAENV_VERSION_FILE never moves them: the store root is shared by everyone
+who uses the store. In a directory that selects another
 toolkit, bin/nvcc runs that one while include/ holds the global one's headers;
 `cudaenv doctor` reports that case (check `store-root`) and the hook, `cudaenv
 exec` or CUDA_HOME=$(cudaenv prefix) avoid it.
@@ -111,7 +113,7 @@ def update(toolkit_root: str | None) -> None:
 
 
 def global_toolkit(lookup) -> str | None:
-    """The root of the toolkit the global version file selects, or None.
+    """The root of the toolkit the store's global version file selects, or None.
 
     `lookup` maps a validated Spec to an alias Entry (or None). A missing file
     means `system`, as for the shims; an unreadable one links nothing.
@@ -119,7 +121,7 @@ def global_toolkit(lookup) -> str | None:
     from .selection import SelectionError, read_version_file
     from .versions import parse_spec
 
-    path = store.global_version_file()
+    path = store.root() / "version"
     try:
         spec = read_version_file(path)[0] if path.is_file() else parse_spec("system")
     except (SelectionError, OSError):

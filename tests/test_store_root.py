@@ -188,6 +188,17 @@ def test_links_follow_global_install_and_uninstall(store):
     assert p.returncode == 127 and "version '11.8'" in p.stderr and "cudaenv install 11.8" in p.stderr
 
 
+def test_a_users_own_global_file_never_moves_the_shared_links(store, tmp_path):
+    """CUDAENV_VERSION_FILE is one user's default on a shared store: the store root,
+    which every user's torch sees, keeps following the store's own version file."""
+    root, env, home, _ = store
+    assert cudaenv(env, "global", "13.0", cwd=home).returncode == 0
+    mine = dict(env, CUDAENV_VERSION_FILE=str(tmp_path / "my-version"))
+    assert cudaenv(mine, "global", "12.8", cwd=home).returncode == 0
+    assert cudaenv(mine, "rehash", cwd=home).returncode == 0
+    assert os.readlink(root / "include") == f"{root}/versions/13.0.2/include"
+
+
 def test_names_of_the_users_own_are_never_touched(store, tmp_path):
     root, env, home, _ = store
     for name in ("include", "lib64", "bin", "nvvm"):
