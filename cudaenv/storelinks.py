@@ -132,14 +132,15 @@ def global_toolkit(lookup) -> str | None:
     return entry.root
 
 
-def refresh(lookup=None) -> None:
+def refresh(lookup=None) -> str | None:
     """Follow the global selection now, when this user may write the store.
 
-    Best effort: a store that refuses the write keeps its links (its owner's
-    rehash maintains them), and the caller's command still succeeds.
+    Best effort, so the caller's command still succeeds: a store that refuses
+    the write keeps its links (its owner's rehash maintains them); any other
+    failure (a full disk) is returned as a one-line warning.
     """
     if not store.can_write(store.root()):
-        return
+        return None
     if lookup is None:
         from . import aliases
 
@@ -147,8 +148,11 @@ def refresh(lookup=None) -> None:
     try:
         update(global_toolkit(lookup))
     except OSError as e:
-        if not store.is_refused(e):
-            raise
+        if store.is_refused(e):
+            return None
+        return (f"could not update the links in {store.root()} ({e.filename or e}: {e.strerror}); "
+                "run 'cudaenv rehash' once that is fixed")
+    return None
 
 
 def linked_toolkit(root: Path | None = None) -> str | None:

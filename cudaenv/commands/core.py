@@ -255,7 +255,9 @@ def global_(version, unset, force):
 
         # $CUDAENV_ROOT/include and friends follow the global selection, for
         # consumers that take the shims' parent directory as CUDA_HOME.
-        storelinks.refresh()
+        problem = storelinks.refresh()
+        if problem:
+            click.echo(f"cudaenv: warning: {problem}", err=True)
 
 
 @click.command(epilog="""\b
