@@ -168,7 +168,9 @@ def _is_cudaenv_path(path: Path, env) -> bool:
 
 def discover_static() -> list[Toolkit]:
     """Toolkits at the static places, deduplicated by real path (so /usr/local/cuda -> cuda-13.0 counts once)."""
-    seen: set[str] = set()
+    # The store root has a bin/nvcc too (the shims, see storelinks.py), and a
+    # pattern such as /opt/cuda* matches a store at /opt/cudaenv: never a toolkit.
+    seen: set[str] = {os.path.realpath(store.root())}
     found = []
     for root, origin in _static_candidates():
         try:

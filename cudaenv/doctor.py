@@ -205,6 +205,8 @@ class Doctor:
         for l in self.p.lookups:
             if l.consumer == "triton-ptxas" or (l.consumer in ("torch", "flashinfer") and not self._has(l.consumer)):
                 continue
+            if l.via == "nvcc on PATH" and _real(l.path) == _real(_store_root(self.env)):
+                continue  # the store root as CUDA_HOME: check_store_root judges it
             apply = self.hook if not self.hook_active else f"export CUDA_HOME={self.selected_root}"
             if l.path is None:
                 self.add(f"{l.consumer}-finds", "warn", f"{l.consumer} would find no toolkit",
@@ -216,6 +218,51 @@ class Doctor:
                          "(or `cudaenv exec -- <command>`).", apply)
             else:
                 self.add(f"{l.consumer}-finds", "ok", f"{l.consumer} finds the selected toolkit ({l.release}, via {l.via})")
+
+    def check_store_root(self):
+        """With no CUDA_HOME/CUDA_PATH and the shims on PATH, torch and FlashInfer take
+        dirname(dirname(which nvcc)) = $CUDAENV_ROOT as the toolkit root. Its bin/ is the shims
+        (the selection here), but its include/ and lib64/ links follow only the global selection."""
+        from pathlib import Path
+
+        from . import storelinks
+        from .discover import toolkit_release
+
+        root = _store_root(self.env)
+        users = [l.consumer for l in self.p.lookups if l.consumer in ("torch", "flashinfer") and self._has(l.consumer)
+                 and l.via == "nvcc on PATH" and l.path and _real(l.path) == _real(root)]
+        if not users or not self.selected_root:
+            return
+        who = " and ".join({"torch": "torch's cpp_extension", "flashinfer": "FlashInfer's JIT"}[u] for u in users)
+        ways = (f"enable the hook ({self.hook}), or export CUDA_HOME=$(cudaenv prefix) CUDA_PATH=$(cudaenv prefix), "
+                "or run the build as `cudaenv exec -- <command>`")
+        linked = storelinks.linked_toolkit(Path(root))
+        selected = f"{self.selected_release} ({self.selected_root})"
+        if linked and _real(linked) == _real(self.selected_root):
+            self.add("store-root", "ok", f"{who} {'take' if len(users) > 1 else 'takes'} {root} as CUDA_HOME (from the nvcc shim): its bin/nvcc and "
+                     f"include/ are both the selected {self.selected_release}")
+            return
+        if linked:
+            info = toolkit_release(Path(linked))
+            rel = info[0] if info else "unknown"
+            same = rs.short(rel) == rs.short(self.selected_release) if info else False
+            self.add("store-root", "warn" if same else "error",
+                     f"{who} would build with {root}: its bin/nvcc runs the selected {selected}, but its include/ "
+                     f"and lib64/ are the global {rel} ({linked})",
+                     f"With no CUDA_HOME they take dirname(dirname(which nvcc)) = {root}, whose headers and libraries "
+                     "follow only the store's global selection ({root}/version), not this directory's; nvcc then compiles "
+                     f"against another release's headers and libcudart. To use {self.selected_release} throughout: "
+                     f"{ways}.", self.hook)
+            return
+        kind, _ = storelinks.state("include", Path(root))
+        why = (f"{root}/include is a directory or link of your own, which cudaenv leaves as it is"
+               if kind == "foreign" else
+               f"{root}/include does not exist: the global selection names no installed toolkit "
+               "(or the store's owner has not run `cudaenv rehash` since it changed)")
+        self.add("store-root", "error", f"{who} would build with {root}, which has no headers of the selected "
+                 f"{self.selected_release}",
+                 f"With no CUDA_HOME they take dirname(dirname(which nvcc)) = {root}; {why}. The build fails with "
+                 f"\"cuda_runtime.h: No such file or directory\". To use {self.selected_release}: {ways}.", self.hook)
 
     def _has(self, consumer):
         return bool(self.torch_version) if consumer == "torch" else bool(self.flashinfer)
@@ -429,6 +476,7 @@ class Doctor:
     def run(self) -> Report:
         self.stale = []
         for check in (self.check_selection, self.check_env_paths, self.check_env_agree, self.check_consumers,
+                      self.check_store_root,
                       self.check_torch, self.check_gpu_targets, self.check_torch_arch, self.check_flashinfer,
                       self.check_triton, self.check_headers, self.check_libcuda_stub, self.check_driver,
                       self.check_caches):
@@ -457,6 +505,12 @@ class Doctor:
         if cache.endswith("# after switching") and top != cache and "cudaenv local " in top:
             top = f"{top} && {cache.split('  #')[0]}"
         return top
+
+
+def _store_root(env) -> str:
+    from . import store
+
+    return env.get("CUDAENV_ROOT") or str(store.root())
 
 
 def _has_headers(root: str | None) -> bool:

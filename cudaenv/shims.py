@@ -1,4 +1,5 @@
-"""`cudaenv rehash`: rebuild the alias table and write one shim per toolkit program.
+"""`cudaenv rehash`: rebuild the alias table, write one shim per toolkit program,
+and point the store root's toolkit links at the global selection (storelinks.py).
 
 Only CUDA toolkit programs get a shim: the names in data/toolkit_programs.json
 (generated from NVIDIA's manifests by scripts/gen_toolkit_programs.py) that
@@ -20,7 +21,7 @@ import shlex
 from importlib import resources
 from pathlib import Path
 
-from . import aliases, discover, store
+from . import aliases, discover, store, storelinks
 
 
 def template(name: str) -> str:
@@ -139,9 +140,12 @@ def rehash(managed=None, found=None) -> list[str]:
     found = discover.discover_static() if found is None else found
     extra = extra_programs()
     names = {n for n in executables(managed + found) if is_toolkit_program(n, extra)}
+    table = aliases.build(managed, found)
     try:
-        aliases.write(aliases.build(managed, found))
+        aliases.write(table)
         _write_shims(names)
+        # The store root as a toolkit root for torch & co. (see storelinks.py).
+        storelinks.update(storelinks.global_toolkit(lambda spec: table.get(spec.text)))
     except OSError as e:
         if store.is_refused(e):
             raise store.refused(Path(e.filename) if e.filename else store.root(), e) from None

@@ -202,3 +202,28 @@ def test_relative_version_file_setting_is_refused(shared):
     p = shared[0]([str(shared[3] / "shims" / "nvcc")], env=dict(shared[2], CUDAENV_VERSION_FILE="my-version"))
     assert p.returncode == 1
     assert p.stderr.strip() == "cudaenv: CUDAENV_VERSION_FILE must be an absolute path, not 'my-version'"
+
+
+def test_store_root_serves_users_torch_lookup(shared):
+    """A user with only the store's shims on PATH: torch's dirname(dirname(which nvcc))
+    is the store root, whose bin/nvcc and include/ are the store's global 13.0.2. The
+    user's own global file changes what the shim runs, never the shared links."""
+    run_as, py, env, root, base = shared
+    shell = dict(env, PATH=f"{root}/shims:/usr/bin:/bin")
+    before = snapshot(root)
+    p = run_as([py, "-c", "import os, shutil; print(os.path.dirname(os.path.dirname(shutil.which('nvcc'))))"],
+               env=shell)
+    home = p.stdout.strip()
+    assert home == str(root), p.stderr
+    p = run_as([f"{home}/bin/nvcc", "-c", "x.cu"], env=shell)
+    assert p.returncode == 0 and "release=13.0.2 " in p.stdout, p.stderr
+    assert (root / "include" / "cuda_runtime.h").read_text().endswith("CUDA 13.0.2 */\n")
+    user = dict(CUDAENV_VERSION_FILE=str(base / "home" / "my-version"))
+    assert cli(shared, "global", "12.8", **user).returncode == 0
+    try:
+        p = run_as([f"{home}/bin/nvcc", "-c", "x.cu"], env=dict(shell, **user))
+        assert "release=12.8.1 " in p.stdout, p.stderr
+        assert os.readlink(root / "include") == f"{root}/versions/13.0.2/include"
+        assert snapshot(root) == before
+    finally:
+        cli(shared, "global", "--unset", **user)

@@ -143,8 +143,8 @@ def test_shim_never_execs_itself(tmp_path):
     managed(root, "13.0.2")
     env = base_env(root)
     assert cudaenv(env, "rehash").returncode == 0
-    # A damaged alias that names the store itself: root/bin would be... the shims, via a symlink.
-    (root / "bin").symlink_to(root / "shims")
+    # A damaged alias that names the store itself: root/bin is the shims (rehash links it).
+    assert (root / "bin").samefile(root / "shims")
     (root / "aliases" / "13").write_text(f"{root}\n13.0.2\ncudaenv\n")
     p = subprocess.run([str(root / "shims" / "nvcc")], env=dict(env, CUDAENV_VERSION="13"),
                        capture_output=True, text=True, timeout=60)

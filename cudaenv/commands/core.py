@@ -250,6 +250,14 @@ Examples:
 def global_(version, unset, force):
     """Select the default toolkit ($CUDAENV_VERSION_FILE or $CUDAENV_ROOT/version)."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
+    if version is not None or unset:
+        from .. import storelinks
+
+        # $CUDAENV_ROOT/include and friends follow the global selection, for
+        # consumers that take the shims' parent directory as CUDA_HOME.
+        problem = storelinks.refresh()
+        if problem:
+            click.echo(f"cudaenv: warning: {problem}", err=True)
 
 
 @click.command(epilog="""\b
