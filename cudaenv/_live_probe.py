@@ -217,7 +217,18 @@ def probe_flashinfer(archs):
     return res
 
 
-# --- Triton --------------------------------------------------------------------------------------
+# --- Triton ---
+
+def ptxas_component(ptxas):
+    """V13.4.59 of `ptxas --version`, for the report (Triton itself keeps only 13.4)."""
+    try:
+        out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+-----------------------------------------------------------------------------------
 
 def probe_triton(archs):
     import triton
@@ -238,7 +249,7 @@ def probe_triton(archs):
         except Exception as e:
             res["archs"][str(arch)] = {"error": "%s: %s" % (type(e).__name__, e)}
             continue
-        entry = {"ptxas": tool.path, "release": tool.version}
+        entry = {"ptxas": tool.path, "release": tool.version, "component": ptxas_component(tool.path)}
         for name, desc in tools.items():
             if getattr(knobs.nvidia, name) == tool:
                 entry["env"] = desc.key
