@@ -116,14 +116,19 @@ def stdlib_namespace(**extra):
     return ns
 
 
-def nvcc_release(nvcc):
-    """`release X.Y` of an nvcc, as torch, FlashInfer and SGLang all parse it."""
+def banner(tool):
+    """("13.4", "13.4.59") from an nvcc's or ptxas's --version, as torch, FlashInfer and SGLang
+    parse `release X.Y` (Triton keeps only that; the component is for the report)."""
     try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"release (\d+\.\d+)", out)
-    return m.group(1) if m else None
+        return None, None
+    m = re.search(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?", out)
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+def nvcc_release(nvcc):
+    return banner(nvcc)[0]
 
 
 def answer(fn, *args):
@@ -219,17 +224,6 @@ def probe_flashinfer(archs):
 
 # --- Triton ---
 
-def ptxas_component(ptxas):
-    """V13.4.59 of `ptxas --version`, for the report (Triton itself keeps only 13.4)."""
-    try:
-        out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"release \d+\.\d+, V(\d+\.\d+\.\d+)", out)
-    return m.group(1) if m else None
-
------------------------------------------------------------------------------------
-
 def probe_triton(archs):
     import triton
     from triton import knobs
@@ -249,7 +243,7 @@ def probe_triton(archs):
         except Exception as e:
             res["archs"][str(arch)] = {"error": "%s: %s" % (type(e).__name__, e)}
             continue
-        entry = {"ptxas": tool.path, "release": tool.version, "component": ptxas_component(tool.path)}
+        entry = {"ptxas": tool.path, "release": tool.version, "component": banner(tool.path)[1]}
         for name, desc in tools.items():
             if getattr(knobs.nvidia, name) == tool:
                 entry["env"] = desc.key

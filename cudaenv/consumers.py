@@ -219,8 +219,9 @@ def _triton_tools(version: str | None, location: str | None) -> tuple[dict, int 
     short = ".".join((version or "").split(".")[:2])
     rule = table.get(short)
     bundled = Path(location or "") / "triton" / "backends" / "nvidia" / "bin"
-    if rule is None and (bundled / "ptxas-blackwell").exists():
-        rule = table[max((k for k in table if not k.startswith("_")), key=cdata.version_key)]
+    known = [k for k in table if not k.startswith("_")]
+    if rule is None and known and (bundled / "ptxas-blackwell").exists():
+        rule = table[max(known, key=cdata.version_key)]
     if rule is None:
         return {"ptxas": {"env": "TRITON_PTXAS_PATH", "binary": "ptxas"}}, None
     return {"ptxas": rule["ptxas"], "ptxas_blackwell": rule["ptxas_blackwell"]}, rule["blackwell_from"]
