@@ -72,7 +72,7 @@ def world(tmp_path):
     env = base_env(tmp_path / "cudaenv-root")
     env["HOME"] = str(tmp_path / "home")
     for var in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
-                "TORCH_EXTENSIONS_DIR", "PYTHONPATH", "VIRTUAL_ENV", consumers.LIVE_ENV):
+                "TORCH_EXTENSIONS_DIR", "VIRTUAL_ENV", consumers.LIVE_ENV):
         env.pop(var, None)
     return tmp_path, tk, env
 
@@ -177,8 +177,9 @@ def test_old_data_loses_to_triton_itself(real_venv, world, monkeypatch):
 
 def _flashinfer_envs(tmp, tk, env):
     wrapper_dir = tmp / "wrapper-bin"
-    wrapper_dir.mkdir(exist_ok=True)
-    (wrapper_dir / "nvcc").symlink_to(tk["12.9.1"] / "bin" / "nvcc")
+    if not wrapper_dir.exists():
+        wrapper_dir.mkdir()
+        (wrapper_dir / "nvcc").symlink_to(tk["12.9.1"] / "bin" / "nvcc")
     return {
         "CUDA_HOME 12.8": dict(env, CUDA_HOME=str(tk["12.8.1"])),
         "CUDA_HOME 12.9": dict(env, CUDA_HOME=str(tk["12.9.1"])),
@@ -186,7 +187,7 @@ def _flashinfer_envs(tmp, tk, env):
         "CUDA_HOME empty, nvcc on PATH": dict(env, CUDA_HOME="", PATH=f"{wrapper_dir}:{env['PATH']}"),
         "CUDA_HOME=/dev/null": dict(env, CUDA_HOME="/dev/null"),
         "CUDA_HOME=/nonexistent": dict(env, CUDA_HOME="/nonexistent"),
-        "PYTHONPATH shadows nothing": dict(env, CUDA_HOME=str(tk["13.0.2"]), PYTHONPATH=str(tmp)),
+        "PYTHONPATH shadows nothing": dict(env, CUDA_HOME=str(tk["13.0.2"]), PYTHONPATH=f"{tmp}:{env.get('PYTHONPATH', '')}"),
     }
 
 
@@ -358,7 +359,7 @@ def test_fix_never_removes_what_triton_or_flashinfer_would_load(real_venv, world
                         "--arch", "sm_80", "--arch", "sm_120", "--driver", "580.95.05"],
                        capture_output=True, text=True, env=env_cli, cwd=tmp)
     assert "removed 3 stale JIT cache entries" in r.stderr, r.stdout + r.stderr
-    assert all(d.exists() for d in keep) and not any(d.exists() for d in drop)
+    assert [d for d in keep if not d.exists()] == [] and [d for d in drop if d.exists()] == []
     r = subprocess.run([sys.executable, "-m", "cudaenv", "cache", "clear", "--jit", "--yes"],
                        capture_output=True, text=True, env=dict(env_cli, VIRTUAL_ENV=str(Path(python).parent.parent)),
                        cwd=tmp)
