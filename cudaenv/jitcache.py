@@ -138,7 +138,7 @@ def judge(entry: CacheEntry, usage: Usage) -> CacheEntry:
         return entry
     cur = ".".join(cur.split(".")[:2]) if cur else None
     if cur and entry.release and entry.release != cur:
-        entry.stale, entry.reason = True, f"built with CUDA {entry.release} ({entry.built_with}), {entry.kind} now uses {cur}"
+        entry.stale, entry.reason = True, f"built with CUDA {entry.release} ({entry.built_with}), toolkit in use is {cur}"
     return entry
 
 
@@ -168,8 +168,8 @@ def scan(current_release: "str | Usage | None" = None, triton_ptxas_release: str
 
 
 def usage_of(probe, answers, env=None) -> Usage:
-    """Usage from doctor's probe and the consumers' answers (live where asked, else the model).
-    Triton archs that only cache entries name (no such GPU here) are asked of the model too."""
+    """Usage from doctor's probe and the consumers' answers (live where asked, else the model),
+    the selected toolkit for a consumer that finds none. Triton archs that only cache entries name (no such GPU here) are asked of the model too."""
     from . import consumers
     from .probe import release_of
 
@@ -180,10 +180,13 @@ def usage_of(probe, answers, env=None) -> Usage:
         if not a:
             lookup = probe.lookup(consumer)
             root = lookup.path if lookup else None
-        if root and not str(root).startswith("error"):
-            rel = release_of(root)
-            if rel:
-                usage.toolkits[kind] = (root, rel)
+        rel = release_of(root) if root and not str(root).startswith("error") else None
+        if rel:
+            usage.toolkits[kind] = (root, rel)
+        elif probe.selection:
+            # The consumer finds no toolkit in this shell: under cudaenv's hook or `cudaenv exec`
+            # it uses the selected one.
+            usage.toolkits[kind] = (probe.selection["root"], probe.selection["release"])
     t = answers.get("triton")
     if t:
         usage.triton_isa = {int(k): v.get("ptx_isa") for k, v in t.fields["archs"].items() if v.get("ptx_isa")}
