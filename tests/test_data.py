@@ -190,3 +190,43 @@ def test_check_mode_reports_a_difference():
     assert gen_data.compare("12.8", good, table) == []
     bad = {"ptxas": table["12.8"]["sm"] + ["sm_121"], "source": "test"}
     assert "12.8: ptxas (test) accepts" in gen_data.compare("12.8", bad, table)[0]
+
+
+def _pypi_doc(root: Path, name: str, versions, info_version: str, requires=()):
+    d = root / "pypi" / name
+    d.mkdir(parents=True)
+    releases = {v: [{"filename": f"{name}-{v}.whl"}] for v in versions}
+    (d / "json").write_text(json.dumps({"info": {"version": info_version, "requires_dist": list(requires)},
+                                        "releases": releases}))
+
+
+def test_gen_data_check_reports_what_pypi_has_and_the_data_lacks(tmp_path):
+    """`gen_data.py --check` against a loopback PyPI whose JSON has the real shape."""
+    from httpserver import FileServer
+
+    _pypi_doc(tmp_path, "torch", ["2.14.1", "2.15.0", "2.16.0", "2.17.0rc1"], "2.16.0",
+              ["filelock", 'cuda-toolkit[cublas,cudart]==13.3.1; platform_system == "Linux"'])
+    _pypi_doc(tmp_path, "cuda-toolkit", ["13.0.2", "13.4.0rc1", "13.6.0"], "13.6.0")
+    _pypi_doc(tmp_path, "triton", ["3.9.0", "3.10.0"], "3.10.0")
+    _pypi_doc(tmp_path, "flashinfer-python", ["0.7.4", "0.6.18.post1"], "0.7.4")
+    _pypi_doc(tmp_path, "sglang", ["0.5.23"], "0.5.23")
+    with FileServer(tmp_path) as srv:
+        env = dict(os.environ, CUDAENV_GEN_PYPI_JSON=srv.url + "pypi/{name}/json")
+        r = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.splitlines()
+    assert "UNKNOWN torch 2.16: on PyPI, not in torch_builds.json" in lines
+    assert "UNKNOWN torch 2.16.0: PyPI's default build is cu133, torch_builds.json says None" in lines
+    assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, no minimum driver in drivers.json" in lines
+    assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, its nvcc is not in nvcc_releases.json" in lines
+    assert any(l.startswith("UNKNOWN triton 3.10.0: newer than consumers.json's rules") for l in lines)
+    assert not any("flashinfer" in l or "sglang" in l or "13.0.2" in l or "rc1" in l or "2.15" in l for l in lines)
+
+
+@pytest.mark.network
+def test_gen_data_check_against_real_pypi():
+    r = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    # What the data knows is not reported: torch 2.15 with its cu132 default, cuda-toolkit 13.0.2.
+    assert "torch 2.15" not in r.stdout and "cuda-toolkit 13.0.2:" not in r.stdout
+    assert all(l.startswith("UNKNOWN ") for l in r.stdout.splitlines()) or "knows everything" in r.stdout
