@@ -374,3 +374,39 @@ def test_judge_keeps_what_it_cannot_judge(tmp_path):
     _flashinfer_entry(home, tmp_path, "op")
     found = jitcache.scan(jitcache.Usage(), env={"HOME": str(home)})
     assert len(found) == 2 and not any(e.stale for e in found)
+
+
+# --- data older than what is installed ------------------------------------------------------------
+
+def test_doctor_says_when_its_data_is_older_than_an_installed_consumer(tmp_path):
+    """triton 3.10.0 and torch 2.16 are newer than the data: doctor tries to ask them (here they
+    cannot be imported: a dist-info and files only) and says its verdicts use older rules."""
+    from fakemachine import Machine
+
+    m = Machine(tmp_path, gpus="rtx-pro-6000", torch="2.16.0+cu132", triton="3.10.0")
+    tk = m.managed_toolkit("13.2.2")
+    env = m.env(CUDA_HOME=str(tk), CUDAENV_VERSION="13.2.2")
+    r = m.cli("doctor", "--python", m.python, env=env)
+    out = r.stdout
+    assert "[warn]  data-triton: triton 3.10.0 is newer than cudaenv's data (3.9.0) and could not be asked itself" in out
+    assert "[warn]  data-torch: torch 2.16.0+cu132 is newer than cudaenv's data (2.15) and could not be asked itself" in out
+    assert "the verdicts use the rules for 3.9.0" in out
+    # Known versions are not asked (the model is the fast default) and get no data line.
+    m2 = Machine(tmp_path / "known", gpus="rtx-pro-6000", torch="2.15.0+cu132", triton="3.9.0")
+    r = m2.cli("doctor", "--python", m2.python, env=m2.env(CUDA_HOME=str(tk)))
+    assert "data-" not in r.stdout
+
+
+def test_live_timeout_is_reported_not_fatal(tmp_path):
+    """A consumer whose import hangs: the probe gives up after CUDAENV_LIVE_TIMEOUT and says so."""
+    from fakemachine import Machine
+
+    m = Machine(tmp_path, gpus="rtx-pro-6000", torch=None, triton="3.9.0")
+    (m.site / "triton" / "__init__.py").write_text("import time\ntime.sleep(60)\n")
+    env = m.env(CUDAENV_LIVE="always", CUDAENV_LIVE_TIMEOUT="2")
+    from cudaenv.probe import probe
+
+    a = consumers.answers(probe(python=m.python, env=env), env)["triton"]
+    assert not a.live and a.live_error == "no answer within 2s"
+    # The model still answers: 3.9 uses ptxas-blackwell for sm_120, and this install lacks it.
+    assert a.fields["archs"]["120"]["error"] == "RuntimeError: Cannot find ptxas-blackwell"
