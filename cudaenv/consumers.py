@@ -494,3 +494,20 @@ def sglang_checks(a: Answer | None, fix_root: str | None) -> list[tuple]:
     out.append(("sglang-nvcc", "ok", f"SGLang {a.version} builds with nvcc {f.get('jit_cuda_version')} at "
                 f"{f.get('cuda_home')}" + (f" ({targets})" if targets else ""), "", None))
     return out
+
+
+def flashinfer_checks(a: Answer | None, archs, fix: str | None) -> list[tuple]:
+    """FlashInfer's own verdict per GPU arch, when it was asked itself (the model's verdict is
+    doctor's flashinfer-sm12 check): the error _normalize_cuda_arch raises, or its targets."""
+    if a is None or not a.live or not archs:
+        return []
+    targets = {sm: a.fields["archs"].get(str(_arch_num(sm))) for sm in archs}
+    errors = {sm: t for sm, t in targets.items() if t and t.startswith("error")}
+    if errors:
+        sm, err = next(iter(errors.items()))
+        symptom = load("consumers.json")["flashinfer"]["symptom"]
+        return [("flashinfer-arch", "error", f"FlashInfer {a.version} itself refuses {sm}: {err[len('error: '):]}",
+                 f"it builds with CUDA {a.fields.get('cuda_version')} from {a.fields.get('cuda_path')}; it logs the error, "
+                 f"leaves the arch list empty and then reports \"{symptom}\".", fix)]
+    return [("flashinfer-arch", "ok", f"FlashInfer {a.version} itself targets "
+             + ", ".join(f"{sm} -> {t}" for sm, t in targets.items()), "", None)]

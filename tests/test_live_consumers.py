@@ -213,6 +213,22 @@ def test_model_of_flashinfer_equals_flashinfer_for_every_arch(real_venv, world):
 
 
 @network
+def test_doctor_takes_flashinfer_s_own_verdict(real_venv, world):
+    """FlashInfer 0.7.4 asked itself on a GB10 (sm_121) with a 12.8 toolkit: it refuses, and
+    doctor repeats its own error; with 12.9 it targets 121a."""
+    python, site = real_venv
+    _, tk, env = world
+    e = dict(env, CUDA_HOME=str(tk["12.8.1"]), CUDAENV_LIVE="always")
+    report = doc.doctor(probe_for(python, e, ["sm_121"]), env=e)
+    check = next(c for c in report.checks if c.id == "flashinfer-arch")
+    assert check.status == "error" and "RuntimeError: SM 12.1+ requires CUDA >= 12.9" in check.verdict
+    e = dict(env, CUDA_HOME=str(tk["12.9.1"]), CUDAENV_LIVE="always")
+    report = doc.doctor(probe_for(python, e, ["sm_120", "sm_121"]), env=e)
+    check = next(c for c in report.checks if c.id == "flashinfer-arch")
+    assert check.status == "ok" and check.verdict.endswith("sm_120 -> 120f, sm_121 -> 121a")
+
+
+@network
 def test_flashinfer_probe_follows_pythonpath(real_venv, world, tmp_path):
     """A flashinfer shadowed through PYTHONPATH is the one the target Python imports."""
     python, site = real_venv
