@@ -166,8 +166,6 @@ def _flashinfer_rule(version: str | None, major: int, minor: int, cuda: str | No
             if v in SpecifierSet(rule["flashinfer"]) and lo <= major * 10 + minor <= hi:
                 if not cuda or cdata.version_key(cuda) < cdata.version_key(rule["min_cuda"]):
                     return f"error: RuntimeError: {rule['error_text']}"
-        if v < Version("0.7"):  # 0.6.x: a for every SM 12.x it accepts
-            return f"{major}{minor}a"
     f_from = load("consumers.json")["flashinfer"]["arch_suffix"]["sm120_f_from"]
     return f"{major}{minor}{sm12_suffix(major, minor, cuda, f_from)}"
 

@@ -52,6 +52,21 @@ def real_venv(tmp_path_factory):
     return python, Path(site)
 
 
+@pytest.fixture(scope="session")
+def flashinfer_0_6(tmp_path_factory):
+    """flashinfer-python 0.6.18, whose SM 12.x rule differs from 0.7's, in a venv of its own."""
+    venv = tmp_path_factory.mktemp("fi-0.6") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site,
+                        "flashinfer-python==0.6.18"], capture_output=True, text=True, timeout=1200)
+    if r.returncode != 0:
+        pytest.skip(f"cannot install flashinfer-python==0.6.18: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    return python
+
+
 def ptxas_stub(path: Path, release: str) -> Path:
     """A ptxas that answers --version like the real one (Triton runs it to pick it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,6 +225,20 @@ def test_model_of_flashinfer_equals_flashinfer_for_every_arch(real_venv, world):
     assert got["archs"]["120"] == "120f" and got["archs"]["121"] == "121a"
     got = consumers.normalise("flashinfer", live(python, "flashinfer", _flashinfer_envs(tmp, tk, env)["CUDA_HOME=/dev/null"]))
     assert "NotADirectoryError" in got["cuda_version"] and "/dev/null/bin/nvcc" in got["cuda_version"]
+
+
+@network
+def test_model_of_flashinfer_0_6_equals_flashinfer_0_6(flashinfer_0_6, world):
+    tmp, tk, env = world
+    for name, e in _flashinfer_envs(tmp, tk, env).items():
+        raw = live(flashinfer_0_6, "flashinfer", e)
+        assert raw["version"] == "0.6.18", name
+        answer = consumers.normalise("flashinfer", raw)
+        assert consumers.differences(consumers.model_flashinfer(e, "0.6.18", ARCHS, None), answer) == [], name
+    got = consumers.normalise("flashinfer", live(flashinfer_0_6, "flashinfer", _flashinfer_envs(tmp, tk, env)["CUDA_HOME 12.8"]))
+    assert got["archs"]["120"] == "error: RuntimeError: SM 12.x requires CUDA >= 12.9"  # 0.7.4 accepts 12.8 here
+    got = consumers.normalise("flashinfer", live(flashinfer_0_6, "flashinfer", _flashinfer_envs(tmp, tk, env)["CUDA_HOME 12.9"]))
+    assert got["archs"]["120"] == "120f" and got["archs"]["121"] == "121a"
 
 
 @network
