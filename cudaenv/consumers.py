@@ -251,9 +251,7 @@ def model_triton(env, version: str | None, location: str | None, archs) -> dict:
 def model_sglang(env, archs, torch_cuda: str | None) -> dict:
     """sglang toolchain.cuda_home (no existence check), arch._jit_cuda_version (nvcc, else
     torch.version.cuda), arch._cuda_arch_suffix."""
-    home = _env_root(env) or _which_root(env) or "/usr/local/cuda"
-    if home == "/usr/local/cuda" and not (_env_root(env) or _which_root(env)):
-        home = _default_root(env)
+    home = _env_root(env) or _which_root(env) or _default_root(env)
     nvcc = os.path.join(home, "bin", "nvcc")
     rel = _release_of_nvcc(nvcc)
     cuda = rel or torch_cuda or "0.0"
