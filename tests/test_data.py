@@ -155,6 +155,17 @@ def test_discovered_toolkit_with_a_shared_nvcc_is_not_guessed(tmp_path):
     assert data.nvcc_releases(component).label == "13.0.1\u201313.0.3 (nvcc 13.0.88)"
 
 
+def test_versions_shows_the_range_of_a_discovered_toolkit(tmp_path):
+    from toolkits import base_env, make_toolkit
+
+    make_toolkit(tmp_path / "sys" / "cuda-13.0", "13.0.2", version_json=False)
+    env = base_env(tmp_path / "root", search=str(tmp_path / "sys" / "cuda-*"))
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "versions"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "13.0.1\u201313.0.3 (nvcc 13.0.88)" in r.stdout
+
+
 def test_nvcc_table_has_no_component_in_both_maps():
     d = load("nvcc_releases.json")
     assert not set(d["nvcc_to_release"]) & set(d["nvcc_in_several_releases"])
