@@ -475,11 +475,13 @@ def sglang_checks(a: Answer | None, fix_root: str | None) -> list[tuple]:
     f = a.fields
     out = []
     if not f.get("nvcc_runs"):
-        fix = f"export CUDA_HOME={fix_root}" if fix_root else "unset CUDA_HOME CUDA_PATH"
-        out.append(("sglang-nvcc", "error", f"SGLang's JIT kernels would run {f.get('nvcc')}, which does not run",
+        guess = f.get("jit_cuda_version")
+        guess = (f"picks its targets for CUDA {guess} from torch.version.cuda" if guess not in (None, "0.0")
+                 else "has no CUDA version to pick its targets by")
+        out.append(("sglang-nvcc", "error", f"SGLang's JIT kernels would run {f.get('nvcc')}, which cannot run",
                     f"SGLang takes CUDA_HOME, then CUDA_PATH, then nvcc on PATH, then /usr/local/cuda as is "
-                    f"(cuda_home = {f.get('cuda_home')}); it then guesses CUDA {f.get('jit_cuda_version')} from torch "
-                    "and every JIT build fails.", fix))
+                    f"(cuda_home = {f.get('cuda_home')}); it then {guess}, and every JIT build fails.",
+                    _root_fix(fix_root)))
         return out
     stubs = f.get("stubs_dir") or ""
     if not os.path.exists(os.path.join(stubs, "libcuda.so")):
@@ -492,18 +494,27 @@ def sglang_checks(a: Answer | None, fix_root: str | None) -> list[tuple]:
     return out
 
 
-def flashinfer_checks(a: Answer | None, archs, fix: str | None) -> list[tuple]:
+def _root_fix(fix_root: str | None) -> str:
+    return f"export CUDA_HOME={fix_root}" if fix_root else "unset CUDA_HOME CUDA_PATH"
+
+
+def flashinfer_checks(a: Answer | None, archs, fix_root: str | None, toolkit_fix: str | None) -> list[tuple]:
     """FlashInfer's own verdict per GPU arch, when it was asked itself (the model's verdict is
-    doctor's flashinfer-sm12 check): the error _normalize_cuda_arch raises, or its targets."""
+    doctor's flashinfer-sm12 check): the nvcc it cannot run, the error _normalize_cuda_arch
+    raises, or its targets."""
     if a is None or not a.live or not archs:
         return []
+    cuda, path = a.fields.get("cuda_version") or "", a.fields.get("cuda_path")
+    symptom = load("consumers.json")["flashinfer"]["symptom"]
+    if cuda.startswith("error"):
+        return [("flashinfer-arch", "error", f"FlashInfer {a.version} cannot tell its CUDA version from {path}",
+                 f"{cuda[len('error: '):]}; every JIT build then fails.", _root_fix(fix_root))]
     targets = {sm: a.fields["archs"].get(str(_arch_num(sm))) for sm in archs}
     errors = {sm: t for sm, t in targets.items() if t and t.startswith("error")}
     if errors:
         sm, err = next(iter(errors.items()))
-        symptom = load("consumers.json")["flashinfer"]["symptom"]
         return [("flashinfer-arch", "error", f"FlashInfer {a.version} itself refuses {sm}: {err[len('error: '):]}",
-                 f"it builds with CUDA {a.fields.get('cuda_version')} from {a.fields.get('cuda_path')}; it logs the error, "
-                 f"leaves the arch list empty and then reports \"{symptom}\".", fix)]
+                 f"it builds with CUDA {cuda} from {path}; it logs the error, leaves the arch list empty and then "
+                 f"reports \"{symptom}\".", toolkit_fix)]
     return [("flashinfer-arch", "ok", f"FlashInfer {a.version} itself targets "
              + ", ".join(f"{sm} -> {t}" for sm, t in targets.items()), "", None)]

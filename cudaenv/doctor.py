@@ -238,7 +238,8 @@ class Doctor:
 
     def check_consumer_answers(self):
         for c in (consumers.data_checks(self.answers) + consumers.sglang_checks(self.answers.get("sglang"), self._ptxas_root())
-                  + consumers.flashinfer_checks(self.answers.get("flashinfer"), self.p.archs, self.toolkit_fix())):
+                  + consumers.flashinfer_checks(self.answers.get("flashinfer"), self.p.archs, self._ptxas_root(),
+                                                self.toolkit_fix())):
             self.add(*c)
 
     def check_pip_headers(self):

@@ -306,6 +306,9 @@ def test_doctor_sglang_dev_null(real_venv, world):
     check = next(c for c in report.checks if c.id == "sglang-nvcc")
     assert check.status == "error" and "/dev/null/bin/nvcc" in check.verdict
     assert report.consumers["sglang"].live and report.consumers["sglang"].disagreements == []
+    fi = next(c for c in report.checks if c.id == "flashinfer-arch")  # FlashInfer's own answer, too
+    assert fi.status == "error" and fi.verdict == "FlashInfer 0.7.4 cannot tell its CUDA version from /dev/null"
+    assert "NotADirectoryError" in fi.explanation
     e = dict(env, CUDA_HOME=str(tk["13.0.2"]))
     (tk["13.0.2"] / "lib64" / "stubs" / "libcuda.so").unlink()
     report = doc.doctor(probe_for(python, e, ["sm_120"]), env=e)
