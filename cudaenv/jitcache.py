@@ -47,7 +47,8 @@ class Usage:
     """What each consumer would use now; the judge of its cache entries.
 
     toolkits: kind -> (toolkit root, release "13.0") the consumer finds, or absent when unknown.
-    triton_isa: GPU arch (120) -> PTX ISA Triton's ptxas for that arch emits now ("9.4").
+    triton_isa: GPU arch (120) -> PTX ISA Triton's ptxas for that arch emits now ("9.4");
+                the key None stands for every arch not listed.
     """
 
     toolkits: dict = field(default_factory=dict)
@@ -124,9 +125,10 @@ def judge(entry: CacheEntry, usage: Usage) -> CacheEntry:
     """Mark `entry` stale when the consumer that would use it now would not load it (see above)."""
     if entry.kind == "triton":
         isas = usage.triton_isa
-        want = isas.get(entry.arch) if entry.arch is not None else None
+        want = isas.get(entry.arch, isas.get(None)) if entry.arch is not None else isas.get(None)
         if want and entry.release != want:
-            entry.stale, entry.reason = True, f"PTX ISA {entry.release} for sm_{entry.arch}, Triton's ptxas for it now emits {want}"
+            target = f" for sm_{entry.arch}" if entry.arch is not None else ""
+            entry.stale, entry.reason = True, f"PTX ISA {entry.release}{target}, Triton's ptxas for it now emits {want}"
         elif entry.arch is None and isas and entry.release not in set(isas.values()):
             entry.stale, entry.reason = True, f"PTX ISA {entry.release}, Triton now emits only {', '.join(sorted(set(isas.values())))}"
         return entry
@@ -149,7 +151,7 @@ def legacy_usage(current_release: str | None, triton_ptxas_release: str | None =
         usage.toolkits = {"flashinfer": (None, current_release), "torch_extensions": (None, current_release)}
     isa = ptx_isa(triton_ptxas_release)
     if isa:
-        usage.triton_isa = {arch: isa for arch in range(0, 200)}
+        usage.triton_isa = {None: isa}  # one ptxas for every arch
     return usage
 
 

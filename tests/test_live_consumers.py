@@ -415,6 +415,23 @@ def test_fix_never_removes_what_triton_or_flashinfer_would_load(real_venv, world
     assert all(d.exists() for d in keep)
 
 
+def test_judge_triton_entries_by_their_own_arch(tmp_path):
+    """Triton 3.9 emits PTX ISA 8.8 below sm_90 and 9.4 from it: each entry is judged by the
+    ISA for the arch it was built for; one without a .target by all the ISAs Triton emits."""
+    env = {"HOME": str(tmp_path)}
+    fresh = [_triton_entry(tmp_path, "A", "9.4", "sm_120a"), _triton_entry(tmp_path, "B", "8.8", "sm_80")]
+    stale = [_triton_entry(tmp_path, "C", "8.8", "sm_120a"), _triton_entry(tmp_path, "D", "8.7", "sm_80")]
+    nameless = tmp_path / ".triton" / "cache" / "E"
+    nameless.mkdir()
+    (nameless / "k.ptx").write_text(".version 9.4\n")
+    usage = jitcache.Usage(triton_isa={80: "8.8", 120: "9.4"})
+    judged = {Path(e.path).name: e for e in jitcache.scan(usage, env=env)}
+    assert {n for n, e in judged.items() if e.stale} == {"C", "D"}
+    assert judged["C"].reason == "PTX ISA 8.8 for sm_120, Triton's ptxas for it now emits 9.4"
+    # Older callers name one ptxas release for every arch.
+    assert {Path(e.path).name for e in jitcache.scan("13.0", "12.9", env=env) if e.stale} == {"A", "D", "E"}
+
+
 def test_judge_keeps_what_it_cannot_judge(tmp_path):
     """No Triton installed, no toolkit found: nothing is called stale."""
     home = tmp_path
