@@ -122,9 +122,33 @@ def release_table(redist: dict[str, str], pypi: dict[str, list[str]]) -> dict[st
 def nvcc_releases(args) -> int:
     redist = from_redist(Path(args.redist)) if args.redist else {}
     pypi = {} if args.offline else from_pypi_toolkit()
-    data = nvcc_data(release_table(redist, pypi))
-    return write_or_check("nvcc_releases.json", data, args.check,
+    table = release_table(redist, pypi)
+    if args.check:
+        return check_nvcc(table, set(redist))
+    return write_or_check("nvcc_releases.json", nvcc_data(table), False,
                           keys=("nvcc_to_release", "nvcc_in_several_releases"))
+
+
+def check_nvcc(table: dict[str, list[str]], manifests: set[str]) -> int:
+    """Every (release, component) the artifacts give must be in the data; the data may know
+    more releases (manifests not given on this run), so a shared component is no mismatch.
+    A PyPI pin that contradicts the data is only noted: the data came from NVIDIA's manifests
+    (PyPI's cuda-toolkit 12.5.1 pins 12.5.0's nvcc)."""
+    have = load("nvcc_releases.json")
+    known = {rel: comp for comp, rel in have["nvcc_to_release"].items()}
+    known.update({rel: comp for comp, rels in have["nvcc_in_several_releases"].items() for rel in rels})
+    failed = 0
+    pairs = sorted(((rel, comp) for comp, rels in table.items() for rel in rels), key=lambda p: _key(p[0]))
+    for rel, comp in pairs:
+        said = known.get(rel)
+        if said == comp:
+            continue
+        if said is not None and rel not in manifests:
+            print(f"NOTE PyPI's cuda-toolkit {rel} pins nvcc {comp}; nvcc_releases.json (from manifests) says {said}")
+            continue
+        failed += 1
+        print(f"MISMATCH nvcc_releases.json: {rel} ships nvcc {comp}, data says {said}")
+    return 1 if failed else 0
 
 
 def nvcc_data(table: dict[str, list[str]]) -> dict:

@@ -241,3 +241,16 @@ def test_gen_data_check_against_real_pypi():
     # What the data knows is not reported: torch 2.15 with its cu132 default, cuda-toolkit 13.0.2.
     assert "torch 2.15" not in r.stdout and "cuda-toolkit 13.0.2:" not in r.stdout
     assert all(l.startswith("UNKNOWN ") for l in r.stdout.splitlines()) or "knows everything" in r.stdout
+
+
+def test_gen_data_nvcc_check(tmp_path):
+    """The real manifests agree with the data (a shared component is no mismatch); a manifest
+    for a release the data lacks is reported."""
+    r = subprocess.run([sys.executable, str(SCRIPT), "nvcc-releases", "--check", "--offline", "--redist",
+                        str(Path(__file__).parent / "data" / "redist")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "redistrib_13.9.0.json").write_text(json.dumps({"release_label": "13.9.0",
+                                                               "cuda_nvcc": {"version": "13.9.11"}}))
+    r = subprocess.run([sys.executable, str(SCRIPT), "nvcc-releases", "--check", "--offline", "--redist", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "MISMATCH nvcc_releases.json: 13.9.0 ships nvcc 13.9.11, data says None" in r.stdout
