@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Regenerate or check cudaenv's compatibility data from real artifacts.
 
-    gen_data.py nvcc-releases [--check] [--redist DIR]
-        nvcc component version -> CUDA release, from NVIDIA redist manifests
-        (redistrib_X.Y.Z.json) and from PyPI's cuda-toolkit meta-package, whose
-        METADATA pins `nvidia-cuda-nvcc[-cuXX]==<component>.*`.
+    gen_data.py nvcc-releases [--check] [--redist DIR] [--offline]
+        nvcc component version -> CUDA release(s), from NVIDIA redist manifests
+        (redistrib_X.Y.Z.json, these win) and from PyPI's cuda-toolkit meta-package,
+        whose METADATA pins `nvidia-cuda-nvcc[-cuXX]==<component>.*` (releases without
+        a manifest). A component several releases ship is listed with all of them.
+        Write with every manifest and PyPI; --offline leaves PyPI out.
     gen_data.py --check   (or: gen_data.py pypi)
         what PyPI now has that the data does not know: torch minors and PyPI's
         default torch build, cuda-toolkit releases (driver minimum, nvcc), and
