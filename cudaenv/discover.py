@@ -61,7 +61,9 @@ def banner_version(tool: Path) -> tuple[str, str] | None:
 
 
 def _component_to_release(component: str) -> str | None:
-    """Map nvcc's component version (13.0.88) to a CUDA release (13.0.2) when the data knows it."""
+    """Map nvcc's component version (12.5.82) to its CUDA release (12.5.1) when exactly one
+    release ships it; a respun nvcc (13.0.88: 13.0.1-13.0.3) names no release, and callers
+    fall back to the minor (data.nvcc_releases() gives the range)."""
     from .data import load
 
     table = load("nvcc_releases.json").get("nvcc_to_release", {}) if _has_data("nvcc_releases.json") else {}
@@ -94,7 +96,7 @@ def toolkit_release(root: Path) -> tuple[str, str | None] | None:
     for pattern, kind in (("cuda_toolkit-*.dist-info", "release"), ("nvidia_cuda_nvcc*-*.dist-info", "nvcc")):
         for base in (root / "dist-info", root):
             for d in sorted(glob.glob(str(base / pattern))):
-                ver = Path(d).name.split("-")[1].removesuffix(".dist-info")
+                ver = Path(d).name.removesuffix(".dist-info").split("-")[1]
                 if kind == "release":
                     try:
                         Release.parse(ver)

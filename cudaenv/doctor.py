@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 
-from . import jitcache
+from . import consumers, jitcache
 from . import resolve as rs
 from .data import load
 from .probe import Probe, probe as run_probe
@@ -41,6 +41,7 @@ class Report:
     recommended: str | None
     fix: str | None
     stale_caches: list[jitcache.CacheEntry] = field(default_factory=list)
+    consumers: dict = field(default_factory=dict)  # consumer -> consumers.Answer
 
     @property
     def status(self) -> str:
@@ -91,6 +92,14 @@ class Doctor:
             self.in_use, self.in_use_release, self.in_use_via = self.selected_root, self.selected_release, "cudaenv's selection"
         else:
             self.in_use, self.in_use_release, self.in_use_via = None, None, "nothing"
+        # Each consumer's own answer where it was asked (live wins over the model).
+        self.answers = consumers.answers(p, env)
+        ta = self.answers.get("torch")
+        if ta and ta.live and ta.fields.get("cuda_home") and ta.fields["cuda_home"] != self.in_use:
+            from .probe import release_of
+
+            self.in_use, self.in_use_via = ta.fields["cuda_home"], "torch itself (_find_cuda_home)"
+            self.in_use_release = release_of(self.in_use)
         self.resolution = rs.plan(p.archs, p.torch_cuda, self.torch_version if p.python and p.python.torch_cuda == p.torch_cuda else None,
                                   p.driver, self.flashinfer)
         self.recommended = self.resolution.recommended
@@ -330,26 +339,21 @@ class Doctor:
         self.add("flashinfer-sm12", "ok", f"FlashInfer {self.flashinfer} accepts toolkit {self.in_use_release} on this GPU")
 
     def check_triton(self):
-        l = self.p.lookup("triton-ptxas")
-        if not l or not self.p.gpus:
-            return
-        if not l.release:
-            self.add("triton-ptxas", "warn", f"Triton's ptxas {l.path} is missing or unreadable", f"via {l.via}",
-                     self._ptxas_fix())
-            return
-        missing = [a for a in self.p.archs if not rs.can_target(l.release, a)]
-        if missing:
-            self.add("triton-ptxas", "error", f"Triton's ptxas {l.release} ({l.via}) cannot target {', '.join(missing)}",
-                     f"ptxas fails with \"Value '{missing[0]}a' is not defined for option 'gpu-name'\" "
-                     "(triton-lang/triton#8539).", self._ptxas_fix())
-        else:
-            self.add("triton-ptxas", "ok", f"Triton's ptxas {l.release} targets {', '.join(self.p.archs)}")
+        for c in consumers.triton_checks(self.answers.get("triton"), self.p.archs, self._ptxas_root(), self.env,
+                                         self.toolkit_fix()):
+            self.add(*c)
 
-    def _ptxas_fix(self):
+    def _ptxas_root(self):
         for root, rel in ((self.selected_root, self.selected_release), (self.in_use, self.in_use_release)):
             if root and rel and all(rs.can_target(rel, a) for a in self.p.archs):
-                return f"export TRITON_PTXAS_PATH={os.path.join(root, 'bin', 'ptxas')}"
-        return self.toolkit_fix()
+                return root
+        return None
+
+    def check_consumer_answers(self):
+        for c in (consumers.data_checks(self.answers) + consumers.sglang_checks(self.answers.get("sglang"), self._ptxas_root())
+                  + consumers.flashinfer_checks(self.answers.get("flashinfer"), self.p.archs, self._ptxas_root(),
+                                                self.toolkit_fix())):
+            self.add(*c)
 
     def check_headers(self):
         """The headers next to the nvcc in use: consumers add $CUDA_HOME/include and nothing else
@@ -453,9 +457,7 @@ class Doctor:
             self.add("driver", "ok", f"driver {d} runs toolkit {rel}")
 
     def check_caches(self):
-        tl = self.p.lookup("triton-ptxas")
-        ptxas_rel = rs.short(tl.release) if tl and tl.release else None
-        entries = jitcache.scan(self.in_use_release, ptxas_rel, self.env)
+        entries = jitcache.scan(jitcache.usage_of(self.p, self.answers, self.env), env=self.env)
         self.stale = [e for e in entries if e.stale]
         switching = self.in_use_release and self.recommended and rs.short(self.in_use_release) != self.recommended
         doomed = [e for e in entries if not e.stale and e.release and switching
@@ -478,10 +480,11 @@ class Doctor:
         for check in (self.check_selection, self.check_env_paths, self.check_env_agree, self.check_consumers,
                       self.check_store_root,
                       self.check_torch, self.check_gpu_targets, self.check_torch_arch, self.check_flashinfer,
-                      self.check_triton, self.check_headers, self.check_libcuda_stub, self.check_driver,
+                      self.check_triton, self.check_consumer_answers, self.check_headers, self.check_libcuda_stub,
+                      self.check_driver,
                       self.check_caches):
             check()
-        return Report(self.checks, self.p, self.recommended, self.top_fix(), self.stale)
+        return Report(self.checks, self.p, self.recommended, self.top_fix(), self.stale, self.answers)
 
     def top_fix(self) -> str | None:
         """One command to print last: a broken CUDA_HOME first (nothing else works until it is

@@ -7,8 +7,13 @@ How an entry tells which toolkit built it (each consumer writes it down itself):
                holds `nvcc = <root>/bin/nvcc` (cpp_extension._write_ninja_file)
   Triton       $TRITON_CACHE_DIR|~/.triton/cache/<hash>/<kernel>.ptx starts with `.version X.Y`,
                the PTX ISA Triton picked for its ptxas's release (ptx_get_version)
-An entry is stale when its toolkit's release differs from the one in use (or its
-toolkit is gone); Triton entries when their PTX ISA differs from the current ptxas's.
+An entry is stale only when the tool that would use it now would not load it: a
+FlashInfer or torch entry whose toolkit is gone, or whose release differs from the
+toolkit that consumer finds now (its build line names the old nvcc, so it rebuilds or
+fails); a Triton entry whose PTX ISA differs from the one Triton's ptxas for that
+entry's GPU (its `.target sm_XX`) emits now: Triton keys its cache by that ptxas, so it
+never loads such an entry again. When the consumer's current choice is unknown the entry
+is kept. `doctor`, `doctor --fix` and `cache clear --jit` all judge with `judge()`.
 """
 
 from __future__ import annotations
@@ -16,13 +21,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .data import load
+from .consumers import ptx_isa
 
 _NINJA_VAR = re.compile(r"^(cuda_home|nvcc)\s*=\s*(\S+)\s*$", re.M)
 _PTX_VERSION = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.M)
+_PTX_TARGET = re.compile(r"^\s*\.target\s+sm_(\d+)", re.M)
 
 
 @dataclass
@@ -33,6 +39,20 @@ class CacheEntry:
     release: str | None  # "12.8" when known
     stale: bool = False
     reason: str = ""
+    arch: int | None = None  # Triton: the GPU arch of `.target sm_XX` (120 for sm_120a)
+
+
+@dataclass
+class Usage:
+    """What each consumer would use now; the judge of its cache entries.
+
+    toolkits: kind -> (toolkit root, release "13.0") the consumer finds, or absent when unknown.
+    triton_isa: GPU arch (120) -> PTX ISA Triton's ptxas for that arch emits now ("9.4");
+                the key None stands for every arch not listed.
+    """
+
+    toolkits: dict = field(default_factory=dict)
+    triton_isa: dict = field(default_factory=dict)
 
 
 def roots(env=None) -> list[tuple[str, Path]]:
@@ -89,40 +109,106 @@ def triton_entries(base: Path) -> list[CacheEntry]:
             if f.endswith(".ptx"):
                 try:
                     with open(os.path.join(entry.path, f), errors="replace") as fh:
-                        m = _PTX_VERSION.search(fh.read(4096))
+                        text = fh.read(4096)
+                    m = _PTX_VERSION.search(text)
                 except OSError:
                     m = None
                 if m:
-                    out.append(CacheEntry("triton", entry.path, f"PTX ISA {m.group(1)}", m.group(1)))
+                    t = _PTX_TARGET.search(text)
+                    out.append(CacheEntry("triton", entry.path, f"PTX ISA {m.group(1)}", m.group(1),
+                                          arch=int(t.group(1)) if t else None))
                 break
     return out
 
 
-def ptx_isa(release: str | None) -> str | None:
-    if not release:
-        return None
-    return load("consumers.json")["ptx_isa"]["by_release"].get(".".join(release.split(".")[:2]))
+def judge(entry: CacheEntry, usage: Usage) -> CacheEntry:
+    """Mark `entry` stale when the consumer that would use it now would not load it (see above)."""
+    if entry.kind == "triton":
+        isas = usage.triton_isa
+        want = isas.get(entry.arch, isas.get(None)) if entry.arch is not None else isas.get(None)
+        if want and entry.release != want:
+            target = f" for sm_{entry.arch}" if entry.arch is not None else ""
+            entry.stale, entry.reason = True, f"PTX ISA {entry.release}{target}, Triton's ptxas for it now emits {want}"
+        elif entry.arch is None and isas and entry.release not in set(isas.values()):
+            entry.stale, entry.reason = True, f"PTX ISA {entry.release}, Triton now emits only {', '.join(sorted(set(isas.values())))}"
+        return entry
+    if entry.built_with and not os.path.isdir(entry.built_with):
+        entry.stale, entry.reason = True, f"built with {entry.built_with}, which no longer exists"
+        return entry
+    root, cur = usage.toolkits.get(entry.kind, (None, None))
+    if root and entry.built_with and os.path.realpath(root) == os.path.realpath(entry.built_with):
+        return entry
+    cur = ".".join(cur.split(".")[:2]) if cur else None
+    if cur and entry.release and entry.release != cur:
+        entry.stale, entry.reason = True, f"built with CUDA {entry.release} ({entry.built_with}), toolkit in use is {cur}"
+    return entry
 
 
-def scan(current_release: str | None, triton_ptxas_release: str | None = None, env=None) -> list[CacheEntry]:
-    """Every cache entry, with `stale` set against the toolkit release in use."""
-    entries: list[CacheEntry] = []
-    cur = ".".join(current_release.split(".")[:2]) if current_release else None
-    want_isa = ptx_isa(triton_ptxas_release)
+def legacy_usage(current_release: str | None, triton_ptxas_release: str | None = None) -> Usage:
+    """One toolkit release for every consumer and one ptxas for every arch (older callers)."""
+    usage = Usage()
+    if current_release:
+        usage.toolkits = {"flashinfer": (None, current_release), "torch_extensions": (None, current_release)}
+    isa = ptx_isa(triton_ptxas_release)
+    if isa:
+        usage.triton_isa = {None: isa}  # one ptxas for every arch
+    return usage
+
+
+def entries(env=None) -> list[CacheEntry]:
+    out: list[CacheEntry] = []
     for kind, base in roots(env):
-        if kind == "triton":
-            for e in triton_entries(base):
-                if want_isa and e.release != want_isa:
-                    e.stale, e.reason = True, f"PTX ISA {e.release}, Triton's ptxas now emits {want_isa}"
-                entries.append(e)
-            continue
-        for e in ninja_entries(kind, base):
-            if e.built_with and not os.path.isdir(e.built_with):
-                e.stale, e.reason = True, f"built with {e.built_with}, which no longer exists"
-            elif cur and e.release and e.release != cur:
-                e.stale, e.reason = True, f"built with CUDA {e.release} ({e.built_with}), toolkit in use is {cur}"
-            entries.append(e)
-    return entries
+        out += triton_entries(base) if kind == "triton" else ninja_entries(kind, base)
+    return out
+
+
+def scan(current_release: "str | Usage | None" = None, triton_ptxas_release: str | None = None, env=None) -> list[CacheEntry]:
+    """Every cache entry, `stale` set by judge() against a Usage (or, for older callers, one
+    toolkit release and one Triton ptxas release)."""
+    usage = current_release if isinstance(current_release, Usage) else legacy_usage(current_release, triton_ptxas_release)
+    return [judge(e, usage) for e in entries(env)]
+
+
+def usage_of(probe, answers, env=None) -> Usage:
+    """Usage from doctor's probe and the consumers' answers (live where asked, else the model),
+    the selected toolkit for a consumer that finds none. Triton archs that only cache entries name (no such GPU here) are asked of the model too."""
+    from . import consumers
+    from .probe import release_of
+
+    usage = Usage()
+    for kind, consumer, key in (("flashinfer", "flashinfer", "cuda_path"), ("torch_extensions", "torch", "cuda_home")):
+        a = answers.get(consumer)
+        root = a.fields.get(key) if a else None
+        if not a:
+            lookup = probe.lookup(consumer)
+            root = lookup.path if lookup else None
+        rel = release_of(root) if root and not str(root).startswith("error") else None
+        if rel:
+            usage.toolkits[kind] = (root, rel)
+        elif probe.selection:
+            # The consumer finds no toolkit in this shell: under cudaenv's hook or `cudaenv exec`
+            # it uses the selected one.
+            usage.toolkits[kind] = (probe.selection["root"], probe.selection["release"])
+    t = answers.get("triton")
+    if t:
+        usage.triton_isa = {int(k): v.get("ptx_isa") for k, v in t.fields["archs"].items() if v.get("ptx_isa")}
+        extra = sorted({e.arch for e in triton_entries(dict(roots(env))["triton"]) if e.arch is not None} - set(usage.triton_isa))
+        if extra:
+            version, location = consumers.installed(probe.python)["triton"]
+            more = consumers.model_triton(os.environ if env is None else env, version, location, [f"sm_{a}" for a in extra])
+            usage.triton_isa.update({int(k): v["ptx_isa"] for k, v in more["archs"].items() if v.get("ptx_isa")})
+    return usage
+
+
+def current_usage(env=None, python: str | None = None) -> Usage:
+    """What the consumers of this environment's Python would use now: the probe and the
+    consumers' answers that `cudaenv doctor` judges with, so `cache clear --jit` agrees with it."""
+    from . import consumers
+    from .probe import probe
+
+    env = os.environ if env is None else env
+    p = probe(python=python, no_gpu=True, env=env)
+    return usage_of(p, consumers.answers(p, env), env)
 
 
 def remove(entry_path: str, env=None) -> bool:
@@ -139,13 +225,13 @@ def remove(entry_path: str, env=None) -> bool:
 
 
 def clear_jit_caches(confirm=None, env=None, stale_only: bool = False, current_release: str | None = None,
-                     triton_ptxas_release: str | None = None) -> list[str]:
+                     triton_ptxas_release: str | None = None, usage: Usage | None = None) -> list[str]:
     """Clear JIT cache entries (all of them, or only the stale ones) and return the removed paths.
 
     `confirm(prompt) -> bool` is asked once before anything is removed; None means yes.
     """
-    entries = scan(current_release, triton_ptxas_release, env)
-    targets = [e for e in entries if e.stale or not stale_only]
+    found = scan(usage if usage is not None else current_release, triton_ptxas_release, env)
+    targets = [e for e in found if e.stale or not stale_only]
     if not targets:
         return []
     if confirm is not None:

@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Regenerate or check cudaenv's compatibility data from real artifacts.
 
-    gen_data.py nvcc-releases [--check] [--redist DIR]
-        nvcc component version -> CUDA release, from NVIDIA redist manifests
-        (redistrib_X.Y.Z.json) and from PyPI's cuda-toolkit meta-package, whose
-        METADATA pins `nvidia-cuda-nvcc[-cuXX]==<component>.*`.
+    gen_data.py nvcc-releases [--check] [--redist DIR] [--offline]
+        nvcc component version -> CUDA release(s), from NVIDIA redist manifests
+        (redistrib_X.Y.Z.json, these win) and from PyPI's cuda-toolkit meta-package,
+        whose METADATA pins `nvidia-cuda-nvcc[-cuXX]==<component>.*` (releases without
+        a manifest). A component several releases ship is listed with all of them.
+        Write with every manifest and PyPI; --offline leaves PyPI out.
+    gen_data.py --check   (or: gen_data.py pypi)
+        what PyPI now has that the data does not know: torch minors and PyPI's
+        default torch build, cuda-toolkit releases (driver minimum, nvcc), and
+        triton / flashinfer-python / sglang releases newer than the consumer rules.
     gen_data.py archs [--check] [--release 12.8 ...] [--local /usr/local/cuda-13.0 ...]
         the GPU targets each release's ptxas accepts, read from the binaries of
         NVIDIA's nvidia-cuda-nvcc wheels (`ptxas --help`; 13.x also
@@ -35,7 +41,8 @@ import zipfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "cudaenv" / "data"
-PYPI_JSON = "https://pypi.org/pypi/{name}/json"
+# A mirror (or a test's loopback server) can stand in for PyPI's JSON API.
+PYPI_JSON = os.environ.get("CUDAENV_GEN_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
 _RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
 _PIN_RE = re.compile(r"^Requires-Dist:\s*nvidia-cuda-nvcc(?:-cu\d+)?\s*==\s*([0-9.]+?)(?:\.\*)?\s*(?:;|$)", re.M)
 
@@ -57,19 +64,6 @@ def fetch(url: str) -> bytes:
 
 
 # --- nvcc component -> release ------------------------------------------------------------
-
-def from_redist(directory: Path) -> dict[str, str]:
-    table = {}
-    for path in sorted(directory.glob("redistrib_*.json")):
-        # 11.8.0's manifest has no release_label: the file name says the release.
-        release = path.stem.split("_", 1)[1]
-        if not _RELEASE_RE.match(release):
-            continue
-        component = (json.loads(path.read_text()).get("cuda_nvcc") or {}).get("version")
-        if component:
-            table[component] = release
-    return table
-
 
 def _key(version: str) -> list[int]:
     return [int(p) for p in version.split(".")]
@@ -99,30 +93,81 @@ def from_pypi_toolkit() -> dict[str, list[str]]:
     return table
 
 
-def pick_release(releases: list[str], known: set[str]) -> str:
-    """PyPI re-spins the meta-package (12.8.2, 13.0.3) without a new nvcc; name the
-    component by the newest release NVIDIA published (drivers.json lists those)."""
-    published = [r for r in releases if r in known]
-    return max(published or releases, key=_key)
+def from_redist(directory: Path) -> dict[str, str]:
+    """release -> nvcc component, one entry per manifest (several releases may share a component)."""
+    out = {}
+    for path in sorted(directory.glob("redistrib_*.json")):
+        # 11.8.0's manifest has no release_label: the file name says the release.
+        release = path.stem.split("_", 1)[1]
+        if not _RELEASE_RE.match(release):
+            continue
+        component = (json.loads(path.read_text()).get("cuda_nvcc") or {}).get("version")
+        if component:
+            out[release] = component
+    return out
+
+
+def release_table(redist: dict[str, str], pypi: dict[str, list[str]]) -> dict[str, list[str]]:
+    """component -> every release that ships it. A release with a redist manifest is named
+    by that manifest only: PyPI's cuda-toolkit 12.5.1 pins nvcc 12.5.40, which is 12.5.0's
+    (the manifest of 12.5.1 says 12.5.82). PyPI fills in releases without a manifest."""
+    table: dict[str, set[str]] = {}
+    for release, comp in redist.items():
+        table.setdefault(comp, set()).add(release)
+    for comp, releases in pypi.items():
+        for release in releases:
+            if release not in redist:
+                table.setdefault(comp, set()).add(release)
+    return {comp: sorted(rels, key=_key) for comp, rels in table.items()}
 
 
 def nvcc_releases(args) -> int:
-    table = {}
-    if args.redist:
-        table.update(from_redist(Path(args.redist)))
-    known = set(load("drivers.json")["toolkit_min_driver"])
-    for comp, releases in from_pypi_toolkit().items():
-        table.setdefault(comp, pick_release(releases, known))
-    data = {
+    redist = from_redist(Path(args.redist)) if args.redist else {}
+    pypi = {} if args.offline else from_pypi_toolkit()
+    table = release_table(redist, pypi)
+    if args.check:
+        return check_nvcc(table, set(redist))
+    return write("nvcc_releases.json", nvcc_data(table), keys=("nvcc_to_release", "nvcc_in_several_releases"))
+
+
+def check_nvcc(table: dict[str, list[str]], manifests: set[str]) -> int:
+    """Every (release, component) the artifacts give must be in the data; the data may know
+    more releases (manifests not given on this run), so a shared component is no mismatch.
+    A PyPI pin that contradicts the data is only noted: the data came from NVIDIA's manifests
+    (PyPI's cuda-toolkit 12.5.1 pins 12.5.0's nvcc)."""
+    have = load("nvcc_releases.json")
+    known = {rel: comp for comp, rel in have["nvcc_to_release"].items()}
+    known.update({rel: comp for comp, rels in have["nvcc_in_several_releases"].items() for rel in rels})
+    failed = 0
+    pairs = sorted(((rel, comp) for comp, rels in table.items() for rel in rels), key=lambda p: _key(p[0]))
+    for rel, comp in pairs:
+        said = known.get(rel)
+        if said == comp:
+            continue
+        if said is not None and rel not in manifests:
+            print(f"NOTE PyPI's cuda-toolkit {rel} pins nvcc {comp}; nvcc_releases.json (from manifests) says {said}")
+            continue
+        failed += 1
+        print(f"MISMATCH nvcc_releases.json: {rel} ships nvcc {comp}, data says {said}")
+    return 1 if failed else 0
+
+
+def nvcc_data(table: dict[str, list[str]]) -> dict:
+    """The file's shape: components of one release map to it; components that several
+    releases ship (respins such as 13.0.1-13.0.3) are listed apart, so nobody guesses."""
+    order = sorted(table, key=_key)
+    return {
         "_sources": {
             "redist": "cuda_nvcc.version in NVIDIA's redistrib_X.Y.Z.json manifests (these win)",
             "pypi": "the nvidia-cuda-nvcc[-cuXX]==<component>.* pin in METADATA of PyPI's cuda-toolkit==X.Y.Z "
-                    "wheels; a component pinned by several releases is named by the newest one NVIDIA published",
+                    "wheels, only for releases that have no redist manifest (PyPI's 12.5.1 pins 12.5.0's nvcc)",
+            "several": "nvcc_in_several_releases: one nvcc shipped unchanged in each listed release; a toolkit "
+                       "known only by its nvcc is one of them (version.json or a receipt tells which)",
             "generated_by": "scripts/gen_data.py nvcc-releases --redist <dir of redistrib_*.json>",
         },
-        "nvcc_to_release": dict(sorted(table.items(), key=lambda kv: _key(kv[0]))),
+        "nvcc_to_release": {c: table[c][0] for c in order if len(table[c]) == 1},
+        "nvcc_in_several_releases": {c: table[c] for c in order if len(table[c]) > 1},
     }
-    return write_or_check("nvcc_releases.json", data, args.check, key="nvcc_to_release")
 
 
 # --- arch support from binaries -------------------------------------------------------------
@@ -150,9 +195,10 @@ def sort_sm(names) -> list[str]:
 
 def wheel_for(release: str) -> tuple[str, str]:
     """(distribution, component version) of the nvcc wheel for a release minor such as 12.8."""
-    table = load("nvcc_releases.json")["nvcc_to_release"]
+    data = load("nvcc_releases.json")
     major = release.split(".")[0]
-    comps = [c for c, r in table.items() if ".".join(r.split(".")[:2]) == release]
+    comps = [c for c, r in data["nvcc_to_release"].items() if _minor(r) == release]
+    comps += [c for c, rs in data["nvcc_in_several_releases"].items() if _minor(rs[0]) == release]
     if not comps:
         raise SystemExit(f"no known nvcc component for release {release}; run nvcc-releases first")
     comp = max(comps, key=_key)
@@ -235,31 +281,102 @@ def archs(args) -> int:
     return 0
 
 
-def write_or_check(name: str, data: dict, check: bool, key: str) -> int:
-    if not check:
-        save(name, data)
-        print(f"wrote {DATA / name} ({len(data[key])} entries)")
-        return 0
-    have = load(name)[key]
-    # Check that what the artifacts say is in the data; the data may hold more (older manifests).
-    diff = {k: v for k, v in data[key].items() if have.get(k) != v}
-    for k, v in diff.items():
-        print(f"MISMATCH {name}: {k} -> {v}, data says {have.get(k)}")
-    return 1 if diff else 0
+def write(name: str, data: dict, keys: tuple[str, ...]) -> int:
+    save(name, data)
+    print(f"wrote {DATA / name} ({sum(len(data[k]) for k in keys)} entries)")
+    return 0
+
+
+# --- what PyPI has that the data does not know ------------------------------------------------
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _final(version: str) -> bool:
+    return re.fullmatch(r"\d+(\.\d+)+(\.post\d+)?", version) is not None
+
+
+def pypi_versions(name: str) -> tuple[list[str], dict]:
+    meta = json.loads(fetch(PYPI_JSON.format(name=name)))
+    finals = [v for v, files in meta["releases"].items() if _final(v) and files and not v.startswith("0.0.0")]
+    return sorted(finals, key=lambda v: _key(v.split(".post")[0])), meta
+
+
+_DEFAULT_CUDA_RE = re.compile(r"^(?:cuda-toolkit\[[^\]]*\]==|nvidia-cuda-runtime(?:-cu\d+)?==)(\d+)\.(\d+)")
+
+
+def torch_default_variant(requires_dist: list[str]) -> str | None:
+    """cu132 from `cuda-toolkit[...]==13.2.2` (2.15) or `nvidia-cuda-runtime-cu12==12.8.90` (older)."""
+    for req in requires_dist or []:
+        m = _DEFAULT_CUDA_RE.match(req.replace(" ", ""))
+        if m:
+            return f"cu{m.group(1)}{m.group(2)}"
+    return None
+
+
+def unknown_on_pypi(fetch_versions=pypi_versions) -> list[str]:
+    """One line per fact PyPI has that cudaenv/data does not: new torch minors and default
+    builds, cuda-toolkit releases, and consumer versions newer than the rules were checked against."""
+    out = []
+    builds = load("torch_builds.json")
+    versions, meta = fetch_versions("torch")
+    for minor in sorted({_minor(v) for v in versions}, key=_key):
+        if _key(minor) >= _key("2.6") and minor not in builds["builds"]:
+            out.append(f"torch {minor}: on PyPI, not in torch_builds.json")
+    latest = meta["info"]["version"]
+    default = torch_default_variant(meta["info"].get("requires_dist"))
+    known_default = builds["pypi_default"].get(_minor(latest))
+    if default and known_default != default:
+        out.append(f"torch {latest}: PyPI's default build is {default}, torch_builds.json says {known_default}")
+    drivers = load("drivers.json")["toolkit_min_driver"]
+    nvcc = load("nvcc_releases.json")
+    shipped = set(nvcc["nvcc_to_release"].values()) | {r for rs in nvcc["nvcc_in_several_releases"].values() for r in rs}
+    for v in fetch_versions("cuda-toolkit")[0]:
+        if not (drivers.get(v) or {}).get("min_driver"):
+            out.append(f"cuda-toolkit {v}: on PyPI, no minimum driver in drivers.json")
+        if v not in shipped:
+            out.append(f"cuda-toolkit {v}: on PyPI, its nvcc is not in nvcc_releases.json")
+    consumers = load("consumers.json")
+    for dist, key in (("triton", "triton"), ("flashinfer-python", "flashinfer"), ("sglang", "sglang")):
+        checked = consumers[key]["checked_up_to"]
+        newer = [v for v in fetch_versions(dist)[0] if _key(v.split(".post")[0]) > _key(checked)]
+        if newer:
+            out.append(f"{dist} {newer[-1]}: newer than consumers.json's rules ({key} checked up to {checked}); "
+                       "doctor asks it live")
+    return out
+
+
+def pypi_check(args) -> int:
+    lines = unknown_on_pypi()
+    for line in lines:
+        print("UNKNOWN", line)
+    if not lines:
+        print("cudaenv/data knows everything PyPI has for torch, cuda-toolkit, triton, flashinfer-python, sglang")
+    return 1 if lines else 0
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="what", required=True)
+    p.add_argument("--check", action="store_true", dest="check_all",
+                   help="without a subcommand: the `pypi` check")
+    sub = p.add_subparsers(dest="what")
     n = sub.add_parser("nvcc-releases")
     n.add_argument("--check", action="store_true")
     n.add_argument("--redist", help="directory of redistrib_X.Y.Z.json manifests")
+    n.add_argument("--offline", action="store_true", help="manifests only; do not read PyPI's cuda-toolkit wheels")
+    q = sub.add_parser("pypi", help="report what PyPI has that the data does not know (always a check)")
+    q.add_argument("--check", action="store_true")
     a = sub.add_parser("archs")
     a.add_argument("--check", action="store_true")
     a.add_argument("--release", action="append", help="release minor such as 12.8 (downloads its nvcc wheel)")
     a.add_argument("--local", action="append", help="a toolkit root on this machine")
     args = p.parse_args(argv)
-    return nvcc_releases(args) if args.what == "nvcc-releases" else archs(args)
+    if args.what is None:
+        if not args.check_all:
+            p.error("name a subcommand, or give --check to compare the data with PyPI")
+        return pypi_check(args)
+    return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cudaenv import data
 from cudaenv import resolve as rs
 from cudaenv.data import load
 
@@ -53,6 +54,31 @@ def test_drivers():
     assert d["toolkit_min_driver"]["12.8.0"]["min_driver"] == "570.26"
 
 
+@pytest.mark.parametrize("release", ["13.2.2", "13.4.2", "13.4.3", "13.4.1", "13.5.0"])
+def test_drivers_list_every_published_release(release):
+    entry = load("drivers.json")["toolkit_min_driver"][release]
+    # A minimum nobody published is null with a note saying so, never a guess.
+    assert entry["min_driver"] or entry["note"]
+    assert entry["label"]
+
+
+def test_drivers_minimums_from_manifests():
+    """Respins whose minimum the release notes do not list take the driver their own redist
+    manifest ships (that matches the release notes for 36 of 38 earlier releases)."""
+    t = load("drivers.json")["toolkit_min_driver"]
+    assert t["13.2.2"]["min_driver"] == "595.71.05"
+    assert t["13.0.3"]["min_driver"] == "580.126.20"
+    assert rs.min_driver("13.2") == "595.45.04"  # the minor's GA still decides for "13.2"
+
+
+def test_torch_2_15_is_known_with_cu132_as_pypi_default():
+    t = load("torch_builds.json")
+    assert set(t["builds"]["2.15"]) == {"cu126", "cu130", "cu132"}
+    assert t["pypi_default"]["2.15"] == "cu132"
+    assert data.checked_up_to("torch") == "2.15"
+    assert not data.newer_than_data("torch", "2.15.0") and data.newer_than_data("torch", "2.16.0")
+
+
 def test_torch_builds():
     b = load("torch_builds.json")["builds"]
     assert set(b["2.9"]) == {"cu126", "cu128", "cu130"}
@@ -71,16 +97,79 @@ def test_consumer_rules():
     assert c["ptx_isa"]["by_release"]["12.8"] == "8.7" and c["ptx_isa"]["by_release"]["13.0"] == "9.0"
 
 
-def test_nvcc_releases_agree_with_redist_manifests():
-    table = load("nvcc_releases.json")["nvcc_to_release"]
-    assert table["13.0.88"] == "13.0.2" and table["12.8.93"] == "12.8.1"
+REFERENCE_REDIST = Path("/work/shared/reference/cuda/redist")
+
+
+def _manifests():
     from redist_mirror import REDIST_MANIFESTS
 
-    manifests = sorted(REDIST_MANIFESTS.glob("redistrib_*.json"))
+    found = {f.name: f for f in sorted(REDIST_MANIFESTS.glob("redistrib_*.json"))}
+    # The full set of real manifests, where this machine has it, checks every release.
+    if REFERENCE_REDIST.is_dir():
+        found.update({f.name: f for f in REFERENCE_REDIST.glob("redistrib_*.json")})
+    return sorted(found.values())
+
+
+def test_nvcc_releases_agree_with_redist_manifests():
+    manifests = _manifests()
     assert len(manifests) >= 8
     for f in manifests:
         comp = json.loads(f.read_text())["cuda_nvcc"]["version"]
-        assert table[comp] == f.stem.split("_")[1]
+        assert f.stem.split("_")[1] in data.nvcc_releases(comp).releases, f.name
+
+
+@pytest.mark.parametrize("component,label,exact", [
+    # PyPI's cuda-toolkit 12.5.1 pins 12.5.40, but NVIDIA's manifests say 12.5.40 is 12.5.0's nvcc.
+    ("12.5.40", "12.5.0", "12.5.0"),
+    ("12.5.82", "12.5.1", "12.5.1"),
+    ("13.0.48", "13.0.0", "13.0.0"),
+    # Respins keep the nvcc: the component alone cannot tell which release it is.
+    ("13.0.88", "13.0.1\u201313.0.3 (nvcc 13.0.88)", None),
+    ("13.1.115", "13.1.1\u201313.1.2 (nvcc 13.1.115)", None),
+    ("13.4.92", "13.4.2\u201313.4.3 (nvcc 13.4.92)", None),
+    ("12.8.93", "12.8.1\u201312.8.2 (nvcc 12.8.93)", None),
+])
+def test_nvcc_component_to_release_or_range(component, label, exact):
+    r = data.nvcc_releases(component)
+    assert r.label == label and r.exact == exact
+    assert data.nvcc_releases("13.0.999") is None
+
+
+def test_a_range_needs_the_lowest_driver_of_its_releases():
+    r = data.nvcc_releases("13.0.88")
+    assert r.releases == ("13.0.1", "13.0.2", "13.0.3")
+    assert r.min_driver == "580.82.07"  # 13.0.1's; 13.0.2 needs 580.95.05
+    assert data.nvcc_releases("12.5.40").min_driver == "555.42.02"
+
+
+def test_discovered_toolkit_with_a_shared_nvcc_is_not_guessed(tmp_path):
+    """Without version.json or a receipt, a toolkit whose nvcc ships in 13.0.1-13.0.3 is
+    named by its minor; the range says the rest."""
+    from toolkits import make_toolkit
+
+    from cudaenv import discover
+
+    root = make_toolkit(tmp_path / "t", "13.0.2", version_json=False)
+    release, component = discover.toolkit_release(root)
+    assert (release, component) == ("13.0", "13.0.88")
+    assert data.nvcc_releases(component).label == "13.0.1\u201313.0.3 (nvcc 13.0.88)"
+
+
+def test_versions_shows_the_range_of_a_discovered_toolkit(tmp_path):
+    from toolkits import base_env, make_toolkit
+
+    make_toolkit(tmp_path / "sys" / "cuda-13.0", "13.0.2", version_json=False)
+    env = base_env(tmp_path / "root", search=str(tmp_path / "sys" / "cuda-*"))
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "versions"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "13.0.1\u201313.0.3 (nvcc 13.0.88)" in r.stdout
+
+
+def test_nvcc_table_has_no_component_in_both_maps():
+    d = load("nvcc_releases.json")
+    assert not set(d["nvcc_to_release"]) & set(d["nvcc_in_several_releases"])
+    assert all(len(v) > 1 for v in d["nvcc_in_several_releases"].values())
 
 
 def test_gen_data_checks_local_toolkit():
@@ -112,3 +201,56 @@ def test_check_mode_reports_a_difference():
     assert gen_data.compare("12.8", good, table) == []
     bad = {"ptxas": table["12.8"]["sm"] + ["sm_121"], "source": "test"}
     assert "12.8: ptxas (test) accepts" in gen_data.compare("12.8", bad, table)[0]
+
+
+def _pypi_doc(root: Path, name: str, versions, info_version: str, requires=()):
+    d = root / "pypi" / name
+    d.mkdir(parents=True)
+    releases = {v: [{"filename": f"{name}-{v}.whl"}] for v in versions}
+    (d / "json").write_text(json.dumps({"info": {"version": info_version, "requires_dist": list(requires)},
+                                        "releases": releases}))
+
+
+def test_gen_data_check_reports_what_pypi_has_and_the_data_lacks(tmp_path):
+    """`gen_data.py --check` against a loopback PyPI whose JSON has the real shape."""
+    from httpserver import FileServer
+
+    _pypi_doc(tmp_path, "torch", ["2.14.1", "2.15.0", "2.16.0", "2.17.0rc1"], "2.16.0",
+              ["filelock", 'cuda-toolkit[cublas,cudart]==13.3.1; platform_system == "Linux"'])
+    _pypi_doc(tmp_path, "cuda-toolkit", ["13.0.2", "13.4.0rc1", "13.6.0"], "13.6.0")
+    _pypi_doc(tmp_path, "triton", ["3.9.0", "3.10.0"], "3.10.0")
+    _pypi_doc(tmp_path, "flashinfer-python", ["0.7.4", "0.6.18.post1"], "0.7.4")
+    _pypi_doc(tmp_path, "sglang", ["0.5.23"], "0.5.23")
+    with FileServer(tmp_path) as srv:
+        env = dict(os.environ, CUDAENV_GEN_PYPI_JSON=srv.url + "pypi/{name}/json")
+        r = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 1, r.stderr
+    lines = r.stdout.splitlines()
+    assert "UNKNOWN torch 2.16: on PyPI, not in torch_builds.json" in lines
+    assert "UNKNOWN torch 2.16.0: PyPI's default build is cu133, torch_builds.json says None" in lines
+    assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, no minimum driver in drivers.json" in lines
+    assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, its nvcc is not in nvcc_releases.json" in lines
+    assert any(l.startswith("UNKNOWN triton 3.10.0: newer than consumers.json's rules") for l in lines)
+    assert not any("flashinfer" in l or "sglang" in l or "13.0.2" in l or "rc1" in l or "2.15" in l for l in lines)
+
+
+@pytest.mark.network
+def test_gen_data_check_against_real_pypi():
+    r = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    # What the data knows is not reported: torch 2.15 with its cu132 default, cuda-toolkit 13.0.2.
+    assert "torch 2.15" not in r.stdout and "cuda-toolkit 13.0.2:" not in r.stdout
+    assert all(l.startswith("UNKNOWN ") for l in r.stdout.splitlines()) or "knows everything" in r.stdout
+
+
+def test_gen_data_nvcc_check(tmp_path):
+    """The real manifests agree with the data (a shared component is no mismatch); a manifest
+    for a release the data lacks is reported."""
+    r = subprocess.run([sys.executable, str(SCRIPT), "nvcc-releases", "--check", "--offline", "--redist",
+                        str(Path(__file__).parent / "data" / "redist")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "redistrib_13.9.0.json").write_text(json.dumps({"release_label": "13.9.0",
+                                                               "cuda_nvcc": {"version": "13.9.11"}}))
+    r = subprocess.run([sys.executable, str(SCRIPT), "nvcc-releases", "--check", "--offline", "--redist", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "MISMATCH nvcc_releases.json: 13.9.0 ships nvcc 13.9.11, data says None" in r.stdout

@@ -34,13 +34,15 @@ def test_release_from_cuda_toolkit_dist_info(tmp_path):
 def test_release_from_nvcc_dist_info_maps_component_to_release(tmp_path):
     root = make_toolkit(tmp_path / "t", "13.0.2", version_json=False)
     (root / "dist-info" / "nvidia_cuda_nvcc-13.0.88.dist-info").mkdir(parents=True)
-    # 13.0.88 is the nvcc of CUDA 13.0.2: the release, not the component, names the toolkit.
-    assert discover.toolkit_release(root) == ("13.0.2", "13.0.88")
+    # 13.0.88 is the nvcc of CUDA 13.0.1, 13.0.2 and 13.0.3: the minor, never a guessed patch.
+    assert discover.toolkit_release(root) == ("13.0", "13.0.88")
 
 
 def test_release_from_nvcc_banner(tmp_path):
     root = make_toolkit(tmp_path / "t", "12.8.1", version_json=False)
-    assert discover.toolkit_release(root) == ("12.8.1", "12.8.93")
+    assert discover.toolkit_release(root) == ("12.8", "12.8.93")  # 12.8.93 ships in 12.8.1 and 12.8.2
+    root = make_toolkit(tmp_path / "u", "13.0.0", version_json=False)
+    assert discover.toolkit_release(root) == ("13.0.0", "13.0.48")
 
 
 def test_unknown_component_falls_back_to_major_minor(tmp_path):

@@ -105,7 +105,11 @@ def versions(bare, as_json, executables):
         where = "cudaenv" if tk.managed else f"{tk.origin}"
         detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
         if tk.nvcc_version:
-            detail += f", nvcc {tk.nvcc_version}"
+            from ..data import nvcc_releases
+
+            # A toolkit known only by a respun nvcc is one of several releases: name them all.
+            shipped = nvcc_releases(tk.nvcc_version) if tk.release.count(".") == 1 else None
+            detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
         if c:

@@ -187,16 +187,12 @@ def install(versions, source, profile, extra, force, refresh, keep_cache, list_,
 
 
 def _clear_stale_jit(yes: bool) -> list[str]:
-    """Remove JIT cache entries built by a toolkit other than the selected one."""
-    from .. import jitcache, selection
+    """Remove the JIT cache entries that `cudaenv doctor` calls stale (jitcache.judge)."""
+    from .. import jitcache
 
-    try:
-        current = selection.current().release
-    except selection.SelectionError:
-        current = None  # nothing selected: every entry counts as stale only if doctor says so
     confirm = None if yes else (lambda prompt: click.confirm(prompt, default=False, err=True))
     try:
-        return jitcache.clear_jit_caches(confirm=confirm, stale_only=True, current_release=current)
+        return jitcache.clear_jit_caches(confirm=confirm, stale_only=True, usage=jitcache.current_usage())
     except click.Abort:
         return []
 
