@@ -4,4 +4,4 @@ case ";${PROMPT_COMMAND-};" in
     *";_cudaenv_prompt;"*) ;;
     *) PROMPT_COMMAND="_cudaenv_prompt${PROMPT_COMMAND:+;$PROMPT_COMMAND}" ;;
 esac
-_cudaenv_hook
+_cudaenv_hook || :

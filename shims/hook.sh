@@ -135,9 +135,12 @@ _cudaenv_hook() {
 }
 
 # Run from the prompt: keeps the user's $? intact for their prompt.
+# Every call of the hook is part of an || list: a script or rc file under
+# `set -e` must never exit because a version file ended without a newline or
+# the selection is broken (the hook reports that itself).
 _cudaenv_prompt() {
     local last=$?
-    _cudaenv_hook
+    _cudaenv_hook || :
     return $last
 }
 
@@ -152,12 +155,12 @@ cudaenv() {
         out=$(command cudaenv sh-shell --shell @SHELL@ "$@") || return
         eval "$out"
         _CUDAENV_KEY=
-        _cudaenv_hook
-        return
+        _cudaenv_hook || return $?
+        return 0
     fi
-    command cudaenv "$@"
-    rc=$?
+    rc=0
+    command cudaenv "$@" || rc=$?
     _CUDAENV_KEY=
-    _cudaenv_hook
+    _cudaenv_hook || :
     return $rc
 }

@@ -30,4 +30,4 @@ fi
 autoload -Uz add-zsh-hook
 add-zsh-hook precmd _cudaenv_prompt
 add-zsh-hook chpwd _cudaenv_prompt
-_cudaenv_hook
+_cudaenv_hook || :

@@ -281,3 +281,19 @@ def test_ignored_file_warns_once_not_at_every_prompt(shell, world, tmp_path):
     warnings = p.stderr.strip().splitlines()
     assert len(warnings) == 1 and f"ignoring {shared}/.cuda-version" in warnings[0], p.stderr
     assert first["CUDA_HOME"] == later["CUDA_HOME"] == "/opt/users-own-cuda"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_hook_survives_set_e(shell, world):
+    """CI scripts run `set -e` and then `eval "$(cudaenv init - bash)"`: neither loading the hook,
+    nor a prompt in a project, nor a broken selection may exit the shell."""
+    tmp, root, env, init = world
+    (tmp / "nonl").mkdir()
+    (tmp / "nonl" / ".cuda-version").write_bytes(b"13.0")  # no newline: `read` returns 1 at EOF
+    body = (f"set -e\ncd {tmp}/p128\nprompt\nshow\ncd {tmp}/nonl\nprompt\nshow\ncd {tmp}/bad\nprompt\n"
+            f"cudaenv shell 12.8\nshow\ncudaenv version >/dev/null\necho survived\n")
+    p, (in128, nonl, shell128) = session(shell, world, body)
+    assert "survived" in p.stdout, (p.stdout, p.stderr)
+    assert in128["CUDA_HOME"] == str(root / "versions" / "12.8.1")
+    assert nonl["CUDA_HOME"] == str(root / "versions" / "13.0.2")
+    assert shell128["CUDA_HOME"] == str(root / "versions" / "12.8.1")
