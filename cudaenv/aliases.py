@@ -95,12 +95,13 @@ def write(table: dict[str, Entry]) -> None:
         raise type(e)(e.errno, e.strerror, str(d)) from None  # utime's own error names no file
 
 
-def refresh() -> dict[str, Entry] | None:
+def refresh(env=None) -> dict[str, Entry] | None:
     """Rebuild the on-disk table (and shims) and return None; where the store
-    refuses the write, return the table built in memory instead."""
+    refuses the write, or the caller asked about another environment than this
+    process's, return the table built in memory instead."""
     from .shims import rehash
 
-    if store.can_write(store.root()):
+    if env is None and store.can_write(store.root()):
         try:
             rehash()
             return None
@@ -108,35 +109,37 @@ def refresh() -> dict[str, Entry] | None:
             pass  # e.g. root on a read-only mount, where access() said yes
     from . import discover
 
-    return build(store.managed_toolkits(), discover.discover_static())
+    return build(store.managed_toolkits(env), discover.discover_static(env))
 
 
-def is_stale() -> bool:
+def is_stale(env=None) -> bool:
     """True when the table was never built, or versions/ changed after it was.
 
     Installs and uninstalls rehash themselves; this catches a toolkit copied in
     or deleted by hand. Two stats, so it is cheap enough for every lookup.
     """
     try:
-        built = os.stat(store.aliases_dir()).st_mtime_ns
+        built = os.stat(store.aliases_dir(env)).st_mtime_ns
     except FileNotFoundError:
         return True
     try:
-        return os.stat(store.versions_dir()).st_mtime_ns > built
+        return os.stat(store.versions_dir(env)).st_mtime_ns > built
     except FileNotFoundError:
         return False
 
 
-def lookup(spec: Spec) -> Entry | None:
+def lookup(spec: Spec, env=None) -> Entry | None:
     """The entry for a validated spec, rebuilding the table first when it is stale.
 
     A store this user cannot write (a shared one, a read-only mount) is never
     rewritten by a lookup: the table is built in memory for this process
     instead, and the on-disk one is left to the store's owner.
     """
-    d = store.aliases_dir()
-    if is_stale():
-        table = refresh()
+    if env is os.environ:
+        env = None
+    d = store.aliases_dir(env)
+    if is_stale(env):
+        table = refresh(env)
         if table is not None:
             return table.get(spec.text)
     try:

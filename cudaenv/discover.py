@@ -136,8 +136,8 @@ def _pip_trees() -> list[tuple[Path, str]]:
     return trees
 
 
-def _static_candidates() -> list[tuple[Path, str]]:
-    search = os.environ.get("CUDAENV_SYSTEM_SEARCH", DEFAULT_SEARCH)
+def _static_candidates(env=None) -> list[tuple[Path, str]]:
+    search = (os.environ if env is None else env).get("CUDAENV_SYSTEM_SEARCH", DEFAULT_SEARCH)
     out: list[tuple[Path, str]] = []
     for pattern in search.split(":"):
         if not pattern:
@@ -162,19 +162,19 @@ def _toolkit(root: Path, origin: str) -> Toolkit | None:
 
 
 def _is_cudaenv_path(path: Path, env) -> bool:
-    r = str(store.root())
+    r = str(store.root(env))
     added = env.get("CUDAENV_PATH_ENTRY", "")
     p = str(path)
     return p == r or p.startswith(r + os.sep) or (added and p == added)
 
 
-def discover_static() -> list[Toolkit]:
+def discover_static(env=None) -> list[Toolkit]:
     """Toolkits at the static places, deduplicated by real path (so /usr/local/cuda -> cuda-13.0 counts once)."""
     # The store root has a bin/nvcc too (the shims, see storelinks.py), and a
     # pattern such as /opt/cuda* matches a store at /opt/cudaenv: never a toolkit.
-    seen: set[str] = {os.path.realpath(store.root())}
+    seen: set[str] = {os.path.realpath(store.root(env))}
     found = []
-    for root, origin in _static_candidates():
+    for root, origin in _static_candidates(env):
         try:
             real = os.path.realpath(root)
         except OSError:
@@ -221,7 +221,7 @@ def discover(env=None, static: list[Toolkit] | None = None) -> list[Toolkit]:
         if tk:
             found.append(tk)
             seen.add(os.path.realpath(tk.root))
-    for tk in discover_static() if static is None else static:
+    for tk in discover_static(env) if static is None else static:
         if os.path.realpath(tk.root) not in seen:
             found.append(tk)
             seen.add(os.path.realpath(tk.root))

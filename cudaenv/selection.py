@@ -289,7 +289,7 @@ def select(cwd: Path | None = None, env=None) -> Selection:
     if found:
         spec, line = read_version_file(found)
         return Selection(spec, str(found), line)
-    gfile = store.global_version_file()
+    gfile = store.global_version_file(env)
     if _exists(gfile) is not None:
         spec, line = read_version_file(gfile)
         return Selection(spec, str(gfile), line)
@@ -346,7 +346,7 @@ def resolve(selection: Selection, env=None) -> Resolved:
         dyn = discover.dynamic_system_root(env)
         if dyn:
             return Resolved(selection, dyn[0], None, dyn[1])
-    entry = aliases.lookup(selection.spec)
+    entry = aliases.lookup(selection.spec, env)
     if entry and os.path.isdir(os.path.join(entry.root, "bin")):
         return Resolved(selection, Path(entry.root), entry.release, entry.origin)
     if selection.spec.is_system:

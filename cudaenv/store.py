@@ -64,15 +64,18 @@ def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
     return path
 
 
-def root() -> Path:
-    env = os.environ.get("CUDAENV_ROOT")
-    if env:
-        return _absolute_setting("CUDAENV_ROOT", env)
+def root(env=None) -> Path:
+    """The store for the environment `env` (default: this process's)."""
+    env = os.environ if env is None else env
+    value = env.get("CUDAENV_ROOT")
+    if value:
+        return _absolute_setting("CUDAENV_ROOT", value)
     if sys.platform.startswith("linux"):
         # platformdirs' Linux rule, inlined: importing platformdirs costs more
         # than the rest of `cudaenv which` together.
-        xdg = os.environ.get("XDG_DATA_HOME", "").strip()
-        base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.local/share")
+        xdg = env.get("XDG_DATA_HOME", "").strip()
+        home = env.get("HOME") or os.path.expanduser("~")
+        base = xdg if xdg and os.path.isabs(xdg) else os.path.join(home, ".local", "share")
         return Path(base) / APP
     import platformdirs
 
@@ -88,16 +91,16 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP))
 
 
-def versions_dir() -> Path:
-    return root() / "versions"
+def versions_dir(env=None) -> Path:
+    return root(env) / "versions"
 
 
-def shims_dir() -> Path:
-    return root() / "shims"
+def shims_dir(env=None) -> Path:
+    return root(env) / "shims"
 
 
-def aliases_dir() -> Path:
-    return root() / "aliases"
+def aliases_dir(env=None) -> Path:
+    return root(env) / "aliases"
 
 
 def staging_dir() -> Path:
@@ -112,14 +115,15 @@ def extra_shims_file() -> Path:
     return root() / "extra-shims"
 
 
-def global_version_file() -> Path:
+def global_version_file(env=None) -> Path:
     """The version file used outside any project: $CUDAENV_VERSION_FILE when
     set, so each user of a shared store can keep their own, else $CUDAENV_ROOT/version."""
-    env = os.environ.get("CUDAENV_VERSION_FILE")
-    if env:
+    env = os.environ if env is None else env
+    value = env.get("CUDAENV_VERSION_FILE")
+    if value:
         # No `~` expansion: the shims and hooks read this path as it is.
-        return _absolute_setting("CUDAENV_VERSION_FILE", env, expand_user=False)
-    return root() / "version"
+        return _absolute_setting("CUDAENV_VERSION_FILE", value, expand_user=False)
+    return root(env) / "version"
 
 
 def is_refused(err: OSError) -> bool:
@@ -238,13 +242,13 @@ def _nvcc_version(toolkit_dir: Path) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def managed_toolkits() -> list[Toolkit]:
+def managed_toolkits(env=None) -> list[Toolkit]:
     """Managed toolkits, newest first. Directories with invalid names are ignored."""
     from .toolkit import Toolkit
 
     found = []
     try:
-        entries = list(os.scandir(versions_dir()))
+        entries = list(os.scandir(versions_dir(env)))
     except FileNotFoundError:
         return []
     for entry in entries:

@@ -88,7 +88,12 @@ def test_pip_nvidia_cu13_tree(tmp_path):
     data = run_json(["versions", "--json"], env, tmp_path)
     assert len(data) == 1
     assert data[0]["root"] == str(tree) and data[0]["origin"].startswith("pip")
-    assert data[0]["release"] == "13.0.2" and data[0]["nvcc_version"] == "13.0.88"
+    # nvcc 13.0.88 shipped in 13.0.1, 13.0.2 and 13.0.3: with no cuda_toolkit dist-info or
+    # version.json to tell them apart, the release is known to its minor only.
+    assert data[0]["release"] == "13.0" and data[0]["nvcc_version"] == "13.0.88"
+    text = subprocess.run([sys.executable, "-m", "cudaenv", "versions"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True).stdout
+    assert "13.0.1–13.0.3 (nvcc 13.0.88)" in text, text
 
 
 def test_path_wrapper_is_not_a_toolkit(tmp_path):
@@ -106,7 +111,9 @@ def test_cudaenv_own_path_entries_are_not_system(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDAENV_ROOT", str(root))
     managed_tk = make_toolkit(root / "versions" / "13.0.2", "13.0.2")
     added = make_toolkit(tmp_path / "added", "12.8.1")
-    env = {"PATH": f"{root}/shims:{managed_tk}/bin:{added}/bin", "CUDAENV_PATH_ENTRY": f"{added}/bin"}
+    # The API takes its environment from its argument alone: the store is named there too.
+    env = {"PATH": f"{root}/shims:{managed_tk}/bin:{added}/bin", "CUDAENV_PATH_ENTRY": f"{added}/bin",
+           "CUDAENV_ROOT": str(root)}
     assert discover.dynamic_system_root(env) is None
 
 

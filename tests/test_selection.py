@@ -61,3 +61,24 @@ def test_python_api(case, tmp_path, monkeypatch):
     t.join(TIMEOUT)
     assert not t.is_alive(), f"case {case.id}: selection did not return within {TIMEOUT}s"
     check(case, box, result["code"], result["out"], result["err"], "api")
+
+
+def test_api_takes_its_environment_from_its_argument_alone(tmp_path, monkeypatch):
+    """selection.current(env=...) reads the store, the global file and the alias table of `env`,
+    never those of the calling process."""
+    from toolkits import managed
+
+    from cudaenv import selection, store
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    managed(mine, "12.8.1")
+    managed(theirs, "13.0.2")
+    (mine / "version").write_text("12.8\n")
+    (theirs / "version").write_text("13.0\n")
+    monkeypatch.setenv("CUDAENV_ROOT", str(mine))
+    env = {"CUDAENV_ROOT": str(theirs), "PATH": "/usr/bin:/bin", "CUDAENV_SYSTEM_SEARCH": ""}
+    r = selection.current(tmp_path, env)
+    assert (r.release, str(r.root)) == ("13.0.2", str(theirs / "versions" / "13.0.2"))
+    assert r.selection.source == str(theirs / "version")
+    assert store.root(env) == theirs and store.root() == mine
+    assert not (mine / "aliases").exists()  # the caller's store was not touched
