@@ -303,7 +303,7 @@ def _known_releases() -> list[Release]:
     """Releases the shipped data knows of (a floor: newer ones appear only with --refresh)."""
     from . import data
 
-    return _valid_releases(set(data.load("nvcc_releases.json").get("nvcc_to_release", {}).values()))
+    return _valid_releases(set(data.known_releases()))
 
 
 def newer_hint(spec: Spec, installed: Release) -> str | None:

@@ -103,9 +103,9 @@ def whence(show_path, command):
 
 def known_releases() -> list[str]:
     """Releases cudaenv knows exist, from its shipped data (no network)."""
-    from ..data import load
+    from ..data import known_releases as shipped
 
-    return sorted(load("drivers.json")["toolkit_min_driver"])
+    return list(shipped())
 
 
 @click.command(epilog="""\b

@@ -99,3 +99,17 @@ def newer_than_data(consumer: str, version: str | None) -> bool:
     if consumer == "torch":
         have = have[:2]
     return have > version_key(known)
+
+
+@lru_cache(maxsize=None)
+def known_releases() -> tuple[str, ...]:
+    """Every CUDA release the shipped data names (driver table, nvcc table, redist pins),
+    oldest first: what `latest --known` and the installer's "newer patch" hint know offline."""
+    found = set(load("drivers.json")["toolkit_min_driver"])
+    nvcc = load("nvcc_releases.json")
+    found.update(nvcc.get("nvcc_to_release", {}).values())
+    for releases in nvcc.get("nvcc_in_several_releases", {}).values():
+        found.update(releases)
+    found.update(load("redist_pins.json").get("manifests", {}))
+    valid = [r for r in found if re.fullmatch(r"\d+\.\d+\.\d+", r)]
+    return tuple(sorted(valid, key=version_key))
