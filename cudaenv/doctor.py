@@ -329,6 +329,11 @@ class Doctor:
     def check_flashinfer(self):
         if not self.flashinfer or not self.in_use_release:
             return
+        asked = self.answers.get("flashinfer")
+        if asked is not None and asked.live:
+            # FlashInfer answered for itself (flashinfer-arch): the model must neither repeat
+            # nor contradict it, e.g. "ok" beside FlashInfer's own error for CUDA_HOME=/dev/null.
+            return
         for c in rs.flashinfer_constraints(self.flashinfer, self.p.archs):
             if not c.allows(self.in_use_release):
                 symptom = load("consumers.json")["flashinfer"]["symptom"]

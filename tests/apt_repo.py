@@ -8,9 +8,11 @@ signed with a throwaway gpg key (InRelease and Release.gpg); tests serve it on
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,10 +34,30 @@ class Package:
     name: str
     version: str
     depends: str = ""
-    files: dict[str, str | tuple[str, str]] = field(default_factory=dict)  # path -> text | ("symlink", target)
+    files: dict[str, str | bytes | tuple[str, str]] = field(default_factory=dict)  # path -> text | ("symlink", target)
     modes: dict[str, int] = field(default_factory=dict)
     arch: str = ARCH
     extra_control: str = ""
+
+
+# The few driver API declarations a test program links against the stub.
+CUDA_H = ("#define CUDA_SUCCESS 0\ntypedef unsigned long long CUdeviceptr;\nint cuInit(unsigned);\n"
+          "int cuMemAlloc_v2(CUdeviceptr *, unsigned long);\n#define cuMemAlloc cuMemAlloc_v2\n")
+
+
+@functools.lru_cache(maxsize=None)
+def driver_stub() -> bytes:
+    """A symbols-only libcuda.so (soname libcuda.so.1), as NVIDIA's stub is; built with the host compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return b"no host compiler: not a library\n"
+    with tempfile.TemporaryDirectory() as d:
+        src, out = Path(d) / "s.c", Path(d) / "libcuda.so"
+        src.write_text("int cuInit(unsigned f) { return 34; }\n"
+                       "int cuMemAlloc_v2(void *p, unsigned long n) { return 34; }\n")
+        subprocess.run([cc, "-shared", "-fPIC", "-nostdlib", "-Wl,-soname,libcuda.so.1", "-o", str(out), str(src)],
+                       check=True, capture_output=True)
+        return out.read_bytes()
 
 
 def release_packages(release: str) -> list[Package]:
@@ -66,7 +88,13 @@ def release_packages(release: str) -> list[Package]:
         Package(f"cuda-cudart-{xy}", f"{v['cudart']}-1", "libc6 (>= 2.17)",
                 {f"{top}/{TARGET}/lib/libcudart.so.{major}": "ELF stub\n",
                  f"etc/ld.so.conf.d/cuda-{xy}.conf": f"/{top}/{TARGET}/lib\n"}),
-        Package(f"cuda-cudart-dev-{xy}", f"{v['cudart']}-1", f"cuda-cudart-{xy} (>= {v['cudart']}), cuda-cccl-{xy}",
+        # NVIDIA's cuda-driver-dev carries the driver API's link stub (what `-lcuda` finds on a
+        # machine without a driver), and cuda-cudart-dev depends on it.
+        Package(f"cuda-driver-dev-{xy}", f"{v['cudart']}-1", "",
+                {f"{top}/{TARGET}/lib/stubs/libcuda.so": driver_stub(),
+                 f"{top}/{TARGET}/include/cuda.h": CUDA_H}),
+        Package(f"cuda-cudart-dev-{xy}", f"{v['cudart']}-1",
+                f"cuda-cudart-{xy} (>= {v['cudart']}), cuda-cccl-{xy}, cuda-driver-dev-{xy}",
                 {f"{top}/{TARGET}/include/cuda_runtime.h": f"/* cuda_runtime.h {release} */\n",
                  f"{top}/{TARGET}/lib/libcudart_static.a": "!<arch>\n",
                  f"{top}/include": ("symlink", f"{TARGET}/include"),
@@ -97,6 +125,9 @@ def build_deb(pkg: Package, outdir: Path, work: Path, compression: str = "xz") -
         p.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, tuple):
             os.symlink(content[1], p)
+        elif isinstance(content, bytes):
+            p.write_bytes(content)
+            p.chmod(pkg.modes.get(rel, 0o644))
         else:
             p.write_text(content)
             p.chmod(pkg.modes.get(rel, 0o644))

@@ -39,6 +39,7 @@ BACKENDS = ["python", "cli"]
 MINIMAL_13_0_2 = {
     "cuda-nvcc-13-0": "13.0.88", "cuda-crt-13-0": "13.0.88", "cuda-nvvm-13-0": "13.0.88",
     "cuda-cudart-13-0": "13.0.96", "cuda-cudart-dev-13-0": "13.0.96", "cuda-cccl-13-0": "13.0.85",
+    "cuda-driver-dev-13-0": "13.0.96",
 }
 
 
@@ -359,6 +360,15 @@ def test_install_end_to_end(env, server, backend, monkeypatch):
     got = {r[1] for r in server.requests if r[0] == "GET" and r[1].endswith(".deb")}
     assert {p.split("/")[-1].split("_")[0] for p in got} == set(MINIMAL_13_0_2)
     assert not any("libc6" in p or "libgcc" in p for p in got)
+    # The toolkit links like NVIDIA's own: -L$CUDA_HOME/lib64/stubs -lcuda, as FlashInfer's JIT does.
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no host C compiler to link a driver API program against lib64/stubs")
+    prog = root.parent.parent / "prog"
+    (prog.parent / "prog.c").write_text('#include <cuda.h>\nint main(void) { return cuInit(0) == CUDA_SUCCESS; }\n')
+    link = subprocess.run([cc, str(prog.parent / "prog.c"), f"-I{root}/include", f"-L{root}/lib64/stubs", "-lcuda",
+                           "-o", str(prog)], capture_output=True, text=True)
+    assert link.returncode == 0, link.stderr
 
 
 def test_install_cli_end_to_end(env, server, tmp_path):

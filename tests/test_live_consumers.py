@@ -309,6 +309,8 @@ def test_doctor_sglang_dev_null(real_venv, world):
     fi = next(c for c in report.checks if c.id == "flashinfer-arch")  # FlashInfer's own answer, too
     assert fi.status == "error" and fi.verdict == "FlashInfer 0.7.4 cannot tell its CUDA version from /dev/null"
     assert "NotADirectoryError" in fi.explanation
+    # The model's verdict never sits beside FlashInfer's own: no "ok" next to that error.
+    assert not any(c.id == "flashinfer-sm12" for c in report.checks)
     e = dict(env, CUDA_HOME=str(tk["13.0.2"]))
     (tk["13.0.2"] / "lib64" / "stubs" / "libcuda.so").unlink()
     report = doc.doctor(probe_for(python, e, ["sm_120"]), env=e)
