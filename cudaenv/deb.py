@@ -15,6 +15,7 @@ archive, checksums notwithstanding.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
@@ -206,6 +207,8 @@ def open_tar(path: Path, member: str = "data", use: str | None = None):
             yield tar
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         # lzma.LZMAError and zlib.error are OSError/ValueError subclasses or wrapped by tarfile.
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            raise  # the disk is full, the archive is fine: the installer reports it
         if isinstance(e, FileNotFoundError) and not path.exists():
             raise DebError(f"{path}: no such file") from None
         raise DebError(f"{path}: corrupt {member} archive: {e}") from None
@@ -238,7 +241,8 @@ def parse_control(text: str) -> dict[str, str]:
     return fields
 
 
-def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None) -> list[str]:
+def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None, cancel=None,
+                name: str | None = None) -> list[str]:
     """Extract the files under `subdir` (e.g. usr/local/cuda-13.0) of the .deb into `dest`.
 
     Members outside `subdir` (/usr/share/doc, /etc/ld.so.conf.d, ...) are skipped;
@@ -247,4 +251,5 @@ def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None) -> 
     from .extract import extract_tar  # shared, path-checked extraction
 
     with open_tar(path, "data", use) as tar:
-        return extract_tar(tar, Path(dest), subdir, archive=Path(path).name)
+        return extract_tar(tar, Path(dest), subdir, archive=name or Path(path).name, cancel=cancel,
+                           compressed_size=Path(path).stat().st_size)

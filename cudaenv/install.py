@@ -271,7 +271,8 @@ def _extract_all(items, staging: Path, progress: Progress) -> None:
     cancel = threading.Event()
 
     def one(item):
-        extract.extract_artifact(item.path, item.artifact.kind, staging, item.artifact.subdir, cancel)
+        extract.extract_artifact(item.path, item.artifact.kind, staging, item.artifact.subdir, cancel,
+                                 item.artifact.filename)
         progress.item_done(f"  {item.artifact.filename}: extracted")
 
     # Largest first so the longest archive is never started last.
