@@ -19,8 +19,8 @@ import errno
 import io
 import os
 import shutil
+import signal
 import subprocess
-import sys
 import tarfile
 import threading
 from contextlib import contextmanager
@@ -150,8 +150,9 @@ def _piped(argv: list[str], path: Path, what: str, stdin=None):
     `stdin`, when given, is fed from a thread so neither side of the pipe can
     fill up and stall the other.
     """
+    # Its own process group: dpkg-deb forks a decompressor that must die with it.
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     feeder = None
     if stdin is not None:
         def feed():
@@ -167,13 +168,20 @@ def _piped(argv: list[str], path: Path, what: str, stdin=None):
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
     try:
-        yield proc.stdout
+        try:
+            yield proc.stdout
+        except BaseException:
+            # The reader gave up (a refused member, a limit): stop the writers, or they
+            # block on a full pipe forever. (sys.exc_info() is empty in a finally.)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            raise
         # Drain what the tar reader did not need (padding), so the writer can exit.
         while proc.stdout.read(CHUNK):
             pass
     finally:
-        if proc.poll() is None and sys.exc_info()[0] is not None:
-            proc.kill()
         if feeder:
             feeder.join()
         err = proc.stderr.read().decode(errors="replace").strip().splitlines()
