@@ -102,7 +102,7 @@ def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
         tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
         tmp.mkdir()
         try:
-            extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel)
+            extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
             _normalize_modes(tmp)
             marker = {"sha256": art.sha256, "filename": art.filename, "component": art.component,
                       "version": art.version, "unpacked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -176,9 +176,13 @@ def _link_dir(src: str, out: str, real_dest: str, linker: Linker, skip) -> None:
                 os.mkdir(t, 0o755)
             except FileExistsError:
                 if os.path.islink(t):
-                    if not (os.path.isdir(t) and _inside(real_dest, os.path.realpath(t))):
-                        raise OSError(errno.EXDEV, f"{t!r} leads outside the toolkit") from None
-                elif not os.path.isdir(t):
+                    # Never merge through a link, even one that leads inside: another tree's
+                    # link could be re-pointed, and extraction follows none either.
+                    from .extract import UnsafeArchive
+
+                    raise UnsafeArchive(f"{os.path.relpath(t, real_dest)!r}: a directory where another "
+                                        "archive has a symlink") from None
+                if not os.path.isdir(t):
                     os.unlink(t)
                     os.mkdir(t, 0o755)
             _link_dir(entry.path, t, real_dest, linker, ())
@@ -193,7 +197,10 @@ def _link_dir(src: str, out: str, real_dest: str, linker: Linker, skip) -> None:
                 break
             except FileExistsError:
                 if attempt or (os.path.isdir(t) and not os.path.islink(t)):
-                    raise OSError(errno.EISDIR, f"{t!r}: a file where another archive has a directory") from None
+                    from .extract import UnsafeArchive
+
+                    raise UnsafeArchive(f"{os.path.relpath(t, real_dest)!r}: a file where another archive "
+                                        "has a directory") from None
                 os.unlink(t)
 
 

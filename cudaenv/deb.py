@@ -15,11 +15,12 @@ archive, checksums notwithstanding.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
+import signal
 import subprocess
-import sys
 import tarfile
 import threading
 from contextlib import contextmanager
@@ -149,8 +150,9 @@ def _piped(argv: list[str], path: Path, what: str, stdin=None):
     `stdin`, when given, is fed from a thread so neither side of the pipe can
     fill up and stall the other.
     """
+    # Its own process group: dpkg-deb forks a decompressor that must die with it.
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     feeder = None
     if stdin is not None:
         def feed():
@@ -166,13 +168,20 @@ def _piped(argv: list[str], path: Path, what: str, stdin=None):
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
     try:
-        yield proc.stdout
+        try:
+            yield proc.stdout
+        except BaseException:
+            # The reader gave up (a refused member, a limit): stop the writers, or they
+            # block on a full pipe forever. (sys.exc_info() is empty in a finally.)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            raise
         # Drain what the tar reader did not need (padding), so the writer can exit.
         while proc.stdout.read(CHUNK):
             pass
     finally:
-        if proc.poll() is None and sys.exc_info()[0] is not None:
-            proc.kill()
         if feeder:
             feeder.join()
         err = proc.stderr.read().decode(errors="replace").strip().splitlines()
@@ -206,6 +215,8 @@ def open_tar(path: Path, member: str = "data", use: str | None = None):
             yield tar
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         # lzma.LZMAError and zlib.error are OSError/ValueError subclasses or wrapped by tarfile.
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            raise  # the disk is full, the archive is fine: the installer reports it
         if isinstance(e, FileNotFoundError) and not path.exists():
             raise DebError(f"{path}: no such file") from None
         raise DebError(f"{path}: corrupt {member} archive: {e}") from None
@@ -238,7 +249,8 @@ def parse_control(text: str) -> dict[str, str]:
     return fields
 
 
-def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None) -> list[str]:
+def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None, cancel=None,
+                name: str | None = None) -> list[str]:
     """Extract the files under `subdir` (e.g. usr/local/cuda-13.0) of the .deb into `dest`.
 
     Members outside `subdir` (/usr/share/doc, /etc/ld.so.conf.d, ...) are skipped;
@@ -247,4 +259,5 @@ def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None) -> 
     from .extract import extract_tar  # shared, path-checked extraction
 
     with open_tar(path, "data", use) as tar:
-        return extract_tar(tar, Path(dest), subdir, archive=Path(path).name)
+        return extract_tar(tar, Path(dest), subdir, archive=name or Path(path).name, cancel=cancel,
+                           compressed_size=Path(path).stat().st_size)

@@ -50,12 +50,19 @@ def test_tar_xz_without_subdir_strips_whatever_top_dir(tmp_path):
     assert (tmp_path / "root" / "bin" / "nvcc").is_file()
 
 
-def test_setuid_and_sticky_bits_are_dropped(tmp_path):
+@pytest.mark.parametrize("name, kind, mode, masked", [
+    ("bin/suid", "file", 0o6755, 0o755),
+    ("bin/open", "file", 0o777, 0o755),
+    ("bin/sticky", "file", 0o1666, 0o644),
+    ("doc/odd", "file", 0o011, 0o600),   # nobody may execute what its owner cannot
+    ("d", "dir", 0o1777, 0o755),
+    ("e", "dir", 0o2770, 0o750),
+])
+def test_modes_are_masked(tmp_path, name, kind, mode, masked):
     arc = tmp_path / "a.tar.xz"
-    write_tar_xz(arc, [(f"{TOP}/bin/suid", "file", "x", 0o6755), (f"{TOP}/d", "dir", None, 0o1777)])
+    write_tar_xz(arc, [(f"{TOP}/{name}", kind, "x" if kind == "file" else None, mode)])
     extract.extract_artifact(arc, "tar.xz", tmp_path / "root", TOP)
-    assert stat.S_IMODE(os.stat(tmp_path / "root" / "bin" / "suid").st_mode) == 0o755
-    assert stat.S_IMODE(os.stat(tmp_path / "root" / "d").st_mode) == 0o777
+    assert stat.S_IMODE(os.lstat(tmp_path / "root" / name).st_mode) == masked
 
 
 @pytest.mark.parametrize("entries, why", [
@@ -80,27 +87,50 @@ def test_hostile_members_are_refused(tmp_path, entries, why):
 
 
 def test_write_through_symlinked_parent_is_refused(tmp_path):
-    # `sub/up -> ..` stays inside; `sub/up/up2 -> ..` also looks local but resolves out.
-    outside = tmp_path / "stage"
+    # `sub/up -> ..` stays inside, but nothing is ever written through a link, even one inside.
     arc = tmp_path / "a.tar.xz"
     write_tar_xz(arc, [
         (f"{TOP}/sub/up", "symlink", "..", 0),
-        (f"{TOP}/sub/up/sub2/x", "file", "ok", 0o644),  # written inside: root/sub2/x
-        (f"{TOP}/link", "symlink", "sub/up/..", 0),      # resolves to root/.. -> refused
+        (f"{TOP}/sub/up/sub2/x", "file", "ok", 0o644),
     ])
-    with pytest.raises(UnsafeArchive, match="points outside"):
-        extract.extract_artifact(arc, "tar.xz", outside / "root", TOP)
-    assert (outside / "root" / "sub2" / "x").read_text() == "ok"
+    with pytest.raises(UnsafeArchive, match="goes through the symlink 'sub/up'"):
+        extract.extract_artifact(arc, "tar.xz", tmp_path / "stage" / "root", TOP)
+    assert not (tmp_path / "stage" / "root" / "sub2").exists()
 
 
-def test_order_dependent_link_escape_is_caught_by_verify_links(tmp_path):
-    # `a -> b/..` is harmless while b is absent; once b -> .. exists, a escapes.
+@pytest.mark.parametrize("link, target, allowed", [
+    ("lib/libx.so", "libx.so.13", True),
+    ("lib64", "targets/x86_64-linux/lib", True),
+    ("targets/x86_64-linux/lib", "../../lib", True),
+    ("a/b/c", "../../x/./y", True),
+    ("here", ".", True),
+    ("top", "..", False),
+    ("a/b", "../../x", False),
+    ("a/b", "c/../../x", False),          # '..' after a name: c may be a link
+    ("a/b", "/etc", False),
+    ("a", "", False),
+    ("a", "x\0y", False),
+    ("a", "x" * 5000, False),
+])
+def test_link_target_rule(link, target, allowed):
+    assert (extract.link_target_problem(link.split("/"), target) is None) == allowed
+
+
+def test_order_dependent_link_escape_is_refused(tmp_path):
+    # `a -> b/..` is harmless while b is absent; once b -> .. exists, a would escape.
     arc = tmp_path / "a.tar.xz"
     write_tar_xz(arc, [(f"{TOP}/d/a", "symlink", "b/..", 0), (f"{TOP}/d/b", "symlink", "..", 0)])
-    root = tmp_path / "stage" / "root"
-    extract.extract_artifact(arc, "tar.xz", root, TOP)
-    # d/a -> d/b/.. -> (root)/.. : outside
-    with pytest.raises(UnsafeArchive, match="resolves outside"):
+    with pytest.raises(UnsafeArchive, match="'..' after a name"):
+        extract.extract_artifact(arc, "tar.xz", tmp_path / "root", TOP)
+
+
+def test_verify_links_checks_links_made_after_extraction(tmp_path):
+    root = tmp_path / "root"
+    (root / "lib").mkdir(parents=True)
+    os.symlink("lib", root / "lib64")
+    extract.verify_links(root)
+    os.symlink("../../etc", root / "lib" / "esc")
+    with pytest.raises(UnsafeArchive, match="'lib/esc' points outside the root"):
         extract.verify_links(root)
 
 

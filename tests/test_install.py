@@ -293,7 +293,8 @@ def test_two_concurrent_installs_give_one(env, srv, mirror):
 
 def _big_mirror(tmp_path) -> RedistMirror:
     m = RedistMirror(tmp_path / "big", platforms=("linux-x86_64",))
-    # ~200 MB of zeros compress to almost nothing but take a while to write out.
+    # ~200 MB of zeros compress to almost nothing but take a while to write out
+    # (far past extract.MAX_EXPANSION: the tests using it raise the limit).
     m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"), payload=b"\0" * (200 << 20))
     return m
 
@@ -320,7 +321,7 @@ def _wait_for_extraction(e: Env, proc, limit=240) -> None:
 def test_sigkill_mid_extraction_then_next_run_cleans(tmp_path):
     m = _big_mirror(tmp_path)
     with FileServer(m.root) as s:
-        e = Env(tmp_path, s.url)
+        e = Env(tmp_path, s.url, CUDAENV_MAX_EXPANSION="100000")
         p = e.popen("install", "13.0.2", "--source", "redist", "--keep-cache")
         _wait_for_extraction(e, p)
         p.send_signal(signal.SIGKILL)
@@ -338,7 +339,7 @@ def test_sigkill_mid_extraction_then_next_run_cleans(tmp_path):
 def test_sigterm_and_sigint_clean_up_themselves(tmp_path, sig):
     m = _big_mirror(tmp_path)
     with FileServer(m.root) as s:
-        e = Env(tmp_path, s.url)
+        e = Env(tmp_path, s.url, CUDAENV_MAX_EXPANSION="100000")
         p = e.popen("install", "13.0.2", "--source", "redist")
         _wait_for_extraction(e, p)
         p.send_signal(sig)
