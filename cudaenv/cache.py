@@ -136,7 +136,10 @@ class Linker:
                 if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
                 self.mode = "reflink"
-        mode = os.lstat(src).st_mode & 0o777
+        st = os.lstat(src)
+        mode = st.st_mode & 0o777
+        if self.mode == "copy":
+            self._check_room(dst, st.st_size)
         with open(src, "rb") as fin, open(dst, "xb") as fout:
             if self.mode == "reflink":
                 try:
@@ -145,8 +148,23 @@ class Linker:
                     return
                 except OSError:
                     self.mode = "copy"
+            self._check_room(dst, st.st_size)
             shutil.copyfileobj(fin, fout, 1 << 20)
         os.chmod(dst, mode)
+
+    def _check_room(self, dst: str, nbytes: int) -> None:
+        """A copy (the cache on another filesystem than the store) keeps the same free-space
+        reserve as extraction: it stops before the store's filesystem is nearly full."""
+        from .extract import ArchiveTooLarge, RESERVE_FRACTION, RESERVE_MAX
+        from .progress import human_bytes
+
+        fs = os.statvfs(os.path.dirname(dst))
+        reserve = min(RESERVE_MAX, int(fs.f_blocks * fs.f_frsize * RESERVE_FRACTION))
+        free = fs.f_bavail * fs.f_frsize
+        if free - nbytes < reserve:
+            raise ArchiveTooLarge(f"copying {os.path.basename(dst)} from the cache would leave less than "
+                                  f"{human_bytes(reserve)} free on the filesystem of {os.path.dirname(dst)} "
+                                  f"({human_bytes(free)} free); stopped")
 
 
 def _inside(root: str, path: str) -> bool:

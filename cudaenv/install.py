@@ -338,8 +338,13 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
             # The cached file is named by its sha256; name the archive the way the user knows it.
             known_as = f"{item.artifact.filename} ({item.artifact.url})"
             text = str(e)
-            raise extract.UnsafeArchive(text.replace(item.path.name, known_as, 1) if item.path.name in text
-                                        else f"{known_as}: {text}") from None
+            for name in (item.artifact.filename, item.path.name):
+                if name in text:
+                    text = text.replace(name, known_as, 1)
+                    break
+            else:
+                text = f"{known_as}: {text}"
+            raise extract.UnsafeArchive(text) from None
         cache.touch(tree / cache.TREE_MARKER)
         progress.item_done(f"  {item.artifact.filename}: {'extracted' if extracted else 'unpacked before'}")
         return item.artifact.sha256, tree

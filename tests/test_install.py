@@ -307,9 +307,9 @@ def _wait_for_extraction(e: Env, proc, limit=240) -> None:
         temps = [trees / n for n in (os.listdir(trees) if trees.is_dir() else []) if n.startswith(".")]
         for tmp in temps:
             lib = tmp / "lib"
-            # The payload is written under a temp name (".<name>.<hex>.part") and renamed
-            # when complete: either name means extraction is under way.
-            if lib.is_dir() and any("_payload.bin" in p.name for p in lib.iterdir()):
+            # The payload is written under a temp name (".cudaenv-<hex>.part") in its own
+            # directory and renamed when complete: either name means extraction is under way.
+            if lib.is_dir() and any("_payload.bin" in p.name or p.name.endswith(".part") for p in lib.iterdir()):
                 return
         if proc.poll() is not None:
             pytest.fail(f"install ended before extraction was seen: {proc.communicate()}")
