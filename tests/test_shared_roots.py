@@ -245,7 +245,8 @@ def test_uninstall_keeps_a_toolkit_a_running_job_uses(tmp_path, how):
     finally:
         job.send_signal(signal.SIGKILL)
         job.wait()
-    p = subprocess.run([sys.executable, "-m", "cudaenv", "cache", "prune", "--uninstalled"], env=env, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "cache", "prune", "--uninstalled"], env=env,
+                       capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert list((store / "trash").iterdir()) == []
 
