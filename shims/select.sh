@@ -429,30 +429,40 @@ _cudaenv_resolve() {
 # builtins per store, no process. Sets _ce_shared (the list without empty
 # entries and trailing slashes) and _ce_stale; on a bad entry _ce_err, status 1.
 _cudaenv_shared() {
-    local entry list= marker= noglob IFS
+    local entry list= marker= noglob IFS chars= bad=
     _ce_stale=
     _ce_shared=
     if [ -z "${CUDAENV_SHARED_ROOTS-}" ]; then
         [ -e "$_ce_r/aliases/.shared-roots" ] && _ce_stale=1
         return 0
     fi
+    # The character check is the costly part (~30 µs a pattern in bash): once
+    # for the whole value, per entry only when it fails, and not at all while
+    # the value is the one a hook in this shell checked before.
+    if [ "x${_ce_shared_checked-}" != "x$CUDAENV_SHARED_ROOTS" ]; then
+        case $CUDAENV_SHARED_ROOTS in *[!"$_ce_printable"]*) chars=1 ;; esac
+    fi
     case $- in *f*) noglob=1 ;; *) noglob= ;; esac
     set -f
     IFS=:
     for entry in $CUDAENV_SHARED_ROOTS; do
         [ -z "$entry" ] && continue
-        case $entry in
-            *[!"$_ce_printable"]* | [!/]*)
-                [ -n "$noglob" ] || set +f
-                _cudaenv_describe "$entry"
-                _ce_err="CUDAENV_SHARED_ROOTS: $_ce_shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
-                return 1 ;;
-        esac
+        case $entry in [!/]*) bad=1 ;; esac
+        if [ -n "$chars" ]; then
+            case $entry in *[!"$_ce_printable"]*) bad=1 ;; esac
+        fi
+        [ -n "$bad" ] && break
         while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
         list=${list:+$list:}$entry
         [ "$entry/versions" -nt "$_ce_r/aliases" ] && _ce_stale=1
     done
     [ -n "$noglob" ] || set +f
+    if [ -n "$bad" ]; then
+        _cudaenv_describe "$entry"
+        _ce_err="CUDAENV_SHARED_ROOTS: $_ce_shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+        return 1
+    fi
+    _ce_shared_checked=$CUDAENV_SHARED_ROOTS
     _ce_shared=$list
     if [ -f "$_ce_r/aliases/.shared-roots" ]; then
         IFS= read -r marker <"$_ce_r/aliases/.shared-roots" || :
