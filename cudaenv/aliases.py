@@ -7,8 +7,10 @@
     line 3: its origin: cudaenv, or where it was found
 
 Managed toolkits claim every prefix of their release first (`13`, `13.0`,
-`13.0.2`), newest release winning; a discovered toolkit gets only the prefixes
-no managed one claims. `system` names the first static toolkit outside cudaenv
+`13.0.2`), newest release winning; then each shared store's toolkits
+(CUDAENV_SHARED_ROOTS, see shared_roots.py), store by store, claim the
+prefixes still free; a discovered toolkit gets only the prefixes none of
+those claims. `system` names the first static toolkit outside cudaenv
 (conda and PATH are checked live, before this entry, by Python and sh alike).
 """
 
@@ -40,8 +42,9 @@ def _prefixes(release: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def build(managed, discovered) -> dict[str, Entry]:
-    """The table for these toolkits. Both lists are newest-first within themselves."""
+def build(managed, discovered, shared=()) -> dict[str, Entry]:
+    """The table for these toolkits: the user's managed ones, then each group
+    of `shared` (one list per shared store, in order), then the discovered."""
     table: dict[str, Entry] = {}
 
     def claim(tks):
@@ -54,6 +57,8 @@ def build(managed, discovered) -> dict[str, Entry]:
         table.update(claimed_now)
 
     claim(managed)
+    for group in shared:
+        claim(group)
     claim(discovered)
     if discovered:
         first = discovered[0]
@@ -70,8 +75,11 @@ def _sort_key(release: str):
 
 def write(table: dict[str, Entry]) -> None:
     """Replace the on-disk table: each file atomically, then drop entries that are gone."""
+    from . import shared_roots
+
     d = store.aliases_dir()
     d.mkdir(parents=True, exist_ok=True)
+    shared_roots.write_marker(d)
     for spec, e in table.items():
         parse_spec(spec)  # never write a file name that is not a valid spec
         text = f"{e.root}\n{e.release}\n{e.origin}\n"
@@ -107,25 +115,33 @@ def refresh(env=None) -> dict[str, Entry] | None:
             return None
         except store.StoreNotWritable:
             pass  # e.g. root on a read-only mount, where access() said yes
-    from . import discover
+    from . import discover, shared_roots
 
-    return build(store.managed_toolkits(env), discover.discover_static(env))
+    return build(store.managed_toolkits(env), discover.discover_static(env), shared_roots.toolkit_groups(env))
 
 
 def is_stale(env=None) -> bool:
-    """True when the table was never built, or versions/ changed after it was.
+    """True when the table was never built, or versions/ changed after it was,
+    or it was built for other shared stores or before one of them changed.
 
     Installs and uninstalls rehash themselves; this catches a toolkit copied in
-    or deleted by hand. Two stats, so it is cheap enough for every lookup.
+    or deleted by hand, and an admin's change to a shared store. A few stats
+    (one per store), so it is cheap enough for every lookup.
     """
+    from . import shared_roots
+
+    shared_roots.normalized(env)  # a bad setting is an error, stale or not
+    d = store.aliases_dir(env)
     try:
-        built = os.stat(store.aliases_dir(env)).st_mtime_ns
+        built = os.stat(d).st_mtime_ns
     except FileNotFoundError:
         return True
     try:
-        return os.stat(store.versions_dir(env)).st_mtime_ns > built
+        if os.stat(store.versions_dir(env)).st_mtime_ns > built:
+            return True
     except FileNotFoundError:
-        return False
+        pass
+    return shared_roots.table_is_stale(d, built, env)
 
 
 def lookup(spec: Spec, env=None) -> Entry | None:

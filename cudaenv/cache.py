@@ -442,6 +442,9 @@ def prune(older_than: float | None = None, uninstalled: bool = False, dry_run: b
             removed[f"{kind}s"] += 1
             removed[f"{kind}_bytes"] += entry["size"]
             removed["entries"].append({k: entry[k] for k in ("kind", "sha256", "size")})
+    if not dry_run:
+        # Uninstalled toolkits a running job still used when they were removed.
+        removed["trash"] = store.empty_trash()["removed"]
     return removed
 
 

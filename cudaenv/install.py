@@ -629,15 +629,17 @@ def resolves_after_removal(path: str) -> str:
 
 
 def uninstall(release: Release) -> Path:
-    """Remove versions/<release> atomically (rename away, then delete) and rehash."""
+    """Remove versions/<release> atomically (rename away, then delete unless in use) and rehash."""
     final = store.version_path(release)
     with version_lock(release, quiet()):
         if not final.is_dir():
             raise BadInput(f"CUDA {release} is not installed")
-        store.staging_dir().mkdir(parents=True, exist_ok=True)
-        doomed = store.staging_dir() / f"{release}-uninstall-{os.getpid()}-{secrets.token_hex(4)}"
-        os.rename(final, doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
+        kept = store.retire(final)["in_use"]
+        if kept:
+            import sys
+
+            sys.stderr.write(f"cudaenv: kept {', '.join(kept)} in {store.trash_dir()} while running processes "
+                             f"use it; the next uninstall or 'cudaenv cache prune' deletes it\n")
     from . import shims
 
     shims.rehash()

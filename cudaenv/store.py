@@ -11,6 +11,8 @@
                                "13.0.2", "system") holding the toolkit root it
                                selects: the O(1) table the shims read
       staging/                 installs in progress (same filesystem as versions/)
+      trash/                   uninstalled toolkits a running process still
+                               uses, deleted once none does (retire())
       locks/                   per-version install locks
 
 The download cache lives in the user cache dir (CUDAENV_CACHE_DIR overrides).
@@ -105,6 +107,10 @@ def aliases_dir(env=None) -> Path:
 
 def staging_dir() -> Path:
     return root() / "staging"
+
+
+def trash_dir() -> Path:
+    return root() / "trash"
 
 
 def locks_dir() -> Path:
@@ -313,3 +319,86 @@ def write_receipt(toolkit_dir: Path, receipt: dict) -> None:
     import json
 
     write_atomic(toolkit_dir / RECEIPT_NAME, json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+
+
+def _paths_in_use(dirs: list[str]) -> set[str]:
+    """Which of `dirs` a process on this machine still uses: a file mapped
+    (a loaded library, a running program), a file or directory open, or its
+    working directory or executable under it. Read from /proc: cheap enough
+    at uninstall time. Processes whose /proc entries this user may not read
+    (other users', when not root) cannot be seen."""
+    prefixes = [d.rstrip("/") + "/" for d in dirs]
+    used: set[str] = set()
+
+    def note(path: str) -> None:
+        for d, prefix in zip(dirs, prefixes):
+            if path == d or path.startswith(prefix):
+                used.add(d)
+
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return set(dirs)  # no /proc: nothing can be proved unused
+    for pid in pids:
+        base = f"/proc/{pid}"
+        for link in ("cwd", "exe", "root"):
+            try:
+                note(os.readlink(f"{base}/{link}"))
+            except OSError:
+                pass
+        try:
+            fds = os.listdir(f"{base}/fd")
+        except OSError:
+            fds = []
+        for fd in fds:
+            try:
+                note(os.readlink(f"{base}/fd/{fd}"))
+            except OSError:
+                pass
+        try:
+            with open(f"{base}/maps", "rb") as f:
+                for line in f:
+                    # The path is the sixth field; it may hold spaces.
+                    fields = line.rstrip(b"\n").split(None, 5)
+                    if len(fields) == 6 and fields[5].startswith(b"/"):
+                        note(fields[5].decode("utf-8", "surrogateescape").removesuffix(" (deleted)"))
+        except OSError:
+            pass
+        if len(used) == len(dirs):
+            break
+    return used
+
+
+def empty_trash() -> dict:
+    """Delete what trash/ holds that no process here uses any longer.
+    Returns {"removed": [...], "in_use": [...]} (directory names)."""
+    import shutil
+
+    d = trash_dir()
+    try:
+        names = sorted(os.listdir(d))
+    except FileNotFoundError:
+        return {"removed": [], "in_use": []}
+    paths = [str(d / name) for name in names]
+    used = _paths_in_use(paths)
+    removed = []
+    for path in paths:
+        if path not in used:
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.lexists(path):
+                removed.append(os.path.basename(path))
+    return {"removed": removed, "in_use": sorted(os.path.basename(p) for p in used)}
+
+
+def retire(toolkit_dir: Path) -> dict:
+    """Take a toolkit out of versions/ with one atomic rename into trash/ (on
+    the same filesystem), then delete it, and anything retired before, unless
+    a running process still uses it: a job that runs nvcc or has a library
+    of it loaded keeps working, and a later uninstall or `cudaenv cache prune`
+    deletes it once that job is gone."""
+    import secrets
+
+    d = trash_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    os.rename(toolkit_dir, d / f"{toolkit_dir.name}-{os.getpid()}-{secrets.token_hex(4)}")
+    return empty_trash()

@@ -308,8 +308,11 @@ function __cudaenv_resolve
             end
         end
     end
+    __cudaenv_shared $r; or return 1
     set -l alias "$r/aliases/$__cudaenv_spec"
-    if test -f "$alias"
+    if test -n "$__cudaenv_stale"
+        __cudaenv_resolve_stale $r; and return 0
+    else if test -f "$alias"
         read -l root < "$alias"
         if test -n "$root"; and test -d "$root/bin"
             set -g __cudaenv_toolkit $root
@@ -324,6 +327,69 @@ function __cudaenv_resolve
         set -g __cudaenv_err "version '$__cudaenv_spec' ($origin) is not installed; run: cudaenv install $__cudaenv_spec"
     end
     return 127
+end
+
+# CUDAENV_SHARED_ROOTS, as _cudaenv_shared in select.sh: checks each entry
+# and whether the alias table of store $r is stale for the shared stores.
+# Sets __cudaenv_shared (a list) and __cudaenv_stale, or __cudaenv_err and returns 1.
+function __cudaenv_shared -a r
+    set -g __cudaenv_shared
+    set -g __cudaenv_stale
+    set -l marker "$r/aliases/.shared-roots"
+    if test -z "$CUDAENV_SHARED_ROOTS"
+        test -e "$marker"; and set -g __cudaenv_stale 1
+        return 0
+    end
+    # Checked whole first: a newline inside would otherwise split an entry in two.
+    set -l bad (string match -qr '[^ -~]' -- "$CUDAENV_SHARED_ROOTS"; and echo 1)
+    for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
+        test -n "$entry"; or continue
+        if test -n "$bad"; or not string match -q -- '/*' "$entry"
+            set -l shown "(a value with control or non-ASCII bytes)"
+            test -z "$bad"; and set shown (__cudaenv_describe (string escape --style=url -- "$entry"))
+            set -g __cudaenv_err "CUDAENV_SHARED_ROOTS: $shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+            return 1
+        end
+        set entry (string replace -r '(?<=.)/+$' '' -- "$entry")
+        set -a __cudaenv_shared $entry
+        test "$entry/versions" -nt "$r/aliases"; and set -g __cudaenv_stale 1
+    end
+    set -l built ""
+    test -f "$marker"; and read built < "$marker"
+    test "$built" = (string join : -- $__cudaenv_shared); or set -g __cudaenv_stale 1
+    return 0
+end
+
+# Alias file $argv[1]: its root into __cudaenv_toolkit and origin into
+# __cudaenv_aorigin; status 1 when missing or naming no toolkit.
+function __cudaenv_alias_entry -a file
+    set -g __cudaenv_toolkit
+    set -g __cudaenv_aorigin
+    test -f "$file"; or return 1
+    set -l lines
+    while read -l line
+        set -a lines $line
+        test (count $lines) -ge 3; and break
+    end < "$file"
+    test (count $lines) -ge 3; or return 1
+    set -g __cudaenv_toolkit $lines[1]
+    set -g __cudaenv_aorigin $lines[3]
+    test -n "$lines[1]"; and test -d "$lines[1]/bin"
+end
+
+# The table of store $r is stale for a shared store: store by store, as
+# _cudaenv_resolve_stale in select.sh.
+function __cudaenv_resolve_stale -a r
+    set -l alias "$r/aliases/$__cudaenv_spec"
+    __cudaenv_alias_entry $alias; and test "$__cudaenv_aorigin" = cudaenv; and return 0
+    for entry in $__cudaenv_shared
+        __cudaenv_alias_entry "$entry/aliases/$__cudaenv_spec"; and test "$__cudaenv_aorigin" = cudaenv; and return 0
+    end
+    if __cudaenv_alias_entry $alias
+        test "$__cudaenv_aorigin" != cudaenv; and not string match -q -- 'shared: *' "$__cudaenv_aorigin"; and return 0
+    end
+    set -g __cudaenv_toolkit
+    return 1
 end
 
 # $argv[2..] without empty entries and without the first occurrence of $argv[1].
@@ -397,6 +463,13 @@ end
 function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     set -l r (__cudaenv_root)
     set -l key "$r|$CONDA_PREFIX|$CUDAENV_LD_LIBRARY_PATH|"
+    # Shared stores: the key changes with the setting and when the alias table
+    # goes stale for them (an admin added or removed a toolkit).
+    if __cudaenv_shared $r
+        set key "$key$CUDAENV_SHARED_ROOTS|$__cudaenv_stale|"
+    else
+        set key "$key"bad"|$CUDAENV_SHARED_ROOTS|"
+    end
     set -l value (string trim -c ' '\t -- "$CUDAENV_VERSION")
     set -g __cudaenv_warn
     set -l none
@@ -433,8 +506,8 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     end
     if not __cudaenv_select
         set -g __cudaenv_status 1
-    else if not __cudaenv_resolve
-        set -g __cudaenv_status 127
+    else
+        __cudaenv_resolve; or set -g __cudaenv_status $status
     end
     if test $__cudaenv_status != 0
         echo "cudaenv: $__cudaenv_err" >&2

@@ -95,6 +95,13 @@ _cudaenv_hook() {
     _cudaenv_root
     _ce_warn=
     key="$_ce_r|${CONDA_PREFIX-}|${CUDAENV_LD_LIBRARY_PATH-}|"
+    # Shared stores: the key changes with the setting and when the alias
+    # table goes stale for them (an admin added or removed a toolkit).
+    if _cudaenv_shared; then
+        key="$key${CUDAENV_SHARED_ROOTS-}|$_ce_stale|"
+    else
+        key="${key}bad|$CUDAENV_SHARED_ROOTS|"
+    fi
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
         key="${key}env|$CUDAENV_VERSION"
@@ -121,8 +128,8 @@ _cudaenv_hook() {
     esac
     if ! _cudaenv_select; then
         _CUDAENV_STATUS=1
-    elif ! _cudaenv_resolve; then
-        _CUDAENV_STATUS=127
+    else
+        _cudaenv_resolve || _CUDAENV_STATUS=$?
     fi
     if [ "$_CUDAENV_STATUS" != 0 ]; then
         # Never leave the previous project's toolkit exported under a broken selection.

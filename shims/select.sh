@@ -363,7 +363,7 @@ _cudaenv_select() {
 }
 
 # The toolkit root for _ce_spec, into _ce_root. On failure sets _ce_err and
-# returns 127, like cudaenv.selection.resolve.
+# returns 127, like cudaenv.selection.resolve (1 for a bad CUDAENV_SHARED_ROOTS).
 _cudaenv_resolve() {
     local entry dir added IFS=: noglob
     case $_ce_source in
@@ -402,8 +402,11 @@ _cudaenv_resolve() {
         [ -n "$noglob" ] || set +f
         [ -n "$_ce_root" ] && return 0
     fi
+    _cudaenv_shared || return 1
+    if [ -n "$_ce_stale" ]; then
+        _cudaenv_resolve_stale && return 0
     # The alias table: one file per accepted spec, its first line the root.
-    if [ -f "$_ce_r/aliases/$_ce_spec" ]; then
+    elif [ -f "$_ce_r/aliases/$_ce_spec" ]; then
         IFS= read -r _ce_root <"$_ce_r/aliases/$_ce_spec" || :
         if [ -n "$_ce_root" ] && [ -d "$_ce_root/bin" ]; then
             return 0
@@ -416,6 +419,92 @@ _cudaenv_resolve() {
         _ce_err="version '$_ce_spec' ($_ce_origin) is not installed; run: cudaenv install $_ce_spec"
     fi
     return 127
+}
+
+# CUDAENV_SHARED_ROOTS: read-only stores whose toolkits the user's rehash
+# folds into the user's one alias table (cudaenv/shared_roots.py). Checks each
+# entry (absolute, printable ASCII) and whether that table is stale: built for
+# another list (aliases/.shared-roots records it) or older than a shared
+# store's versions/ (an admin added or removed a toolkit). A few `test`
+# builtins per store, no process. Sets _ce_shared (the list without empty
+# entries and trailing slashes) and _ce_stale; on a bad entry _ce_err, status 1.
+_cudaenv_shared() {
+    local entry list= marker= noglob IFS chars= bad=
+    _ce_stale=
+    _ce_shared=
+    if [ -z "${CUDAENV_SHARED_ROOTS-}" ]; then
+        [ -e "$_ce_r/aliases/.shared-roots" ] && _ce_stale=1
+        return 0
+    fi
+    # The character check is the costly part (~30 µs a pattern in bash): once
+    # for the whole value, per entry only when it fails, and not at all while
+    # the value is the one a hook in this shell checked before.
+    if [ "x${_ce_shared_checked-}" != "x$CUDAENV_SHARED_ROOTS" ]; then
+        case $CUDAENV_SHARED_ROOTS in *[!"$_ce_printable"]*) chars=1 ;; esac
+    fi
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set -f
+    IFS=:
+    for entry in $CUDAENV_SHARED_ROOTS; do
+        [ -z "$entry" ] && continue
+        case $entry in [!/]*) bad=1 ;; esac
+        if [ -n "$chars" ]; then
+            case $entry in *[!"$_ce_printable"]*) bad=1 ;; esac
+        fi
+        [ -n "$bad" ] && break
+        while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
+        list=${list:+$list:}$entry
+        [ "$entry/versions" -nt "$_ce_r/aliases" ] && _ce_stale=1
+    done
+    [ -n "$noglob" ] || set +f
+    if [ -n "$bad" ]; then
+        _cudaenv_describe "$entry"
+        _ce_err="CUDAENV_SHARED_ROOTS: $_ce_shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+        return 1
+    fi
+    _ce_shared_checked=$CUDAENV_SHARED_ROOTS
+    _ce_shared=$list
+    if [ -f "$_ce_r/aliases/.shared-roots" ]; then
+        IFS= read -r marker <"$_ce_r/aliases/.shared-roots" || :
+    fi
+    [ "x$marker" = "x$list" ] || _ce_stale=1
+    return 0
+}
+
+# Alias file $1 into _ce_root and _ce_aorigin (its third line); status 1 when
+# it is missing or names no toolkit.
+_cudaenv_alias_entry() {
+    _ce_root=
+    _ce_aorigin=
+    [ -f "$1" ] || return 1
+    { IFS= read -r _ce_root && IFS= read -r _ce_aorigin && IFS= read -r _ce_aorigin; } <"$1" || return 1
+    [ -n "$_ce_root" ] && [ -d "$_ce_root/bin" ]
+}
+
+# The user's table is stale for a shared store: look _ce_spec up store by
+# store, in the order the table is built: the user's own install, then each
+# shared store's own table (its managed toolkits only: what its owner found
+# elsewhere on their machine is not this one's), then what discovery found
+# here. Only after an admin's change, until the user's next rehash.
+_cudaenv_resolve_stale() {
+    local entry found= noglob IFS
+    _cudaenv_alias_entry "$_ce_r/aliases/$_ce_spec" && [ "$_ce_aorigin" = cudaenv ] && return 0
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set -f
+    IFS=:
+    for entry in $_ce_shared; do
+        _cudaenv_alias_entry "$entry/aliases/$_ce_spec" && [ "$_ce_aorigin" = cudaenv ] && { found=1; break; }
+    done
+    [ -n "$noglob" ] || set +f
+    [ -n "$found" ] && return 0
+    if _cudaenv_alias_entry "$_ce_r/aliases/$_ce_spec"; then
+        case $_ce_aorigin in
+            cudaenv | "shared: "*) ;;
+            *) return 0 ;;
+        esac
+    fi
+    _ce_root=
+    return 1
 }
 
 # Drop the first occurrence of $2 from the colon list $1 (and empty entries,

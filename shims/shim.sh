@@ -13,10 +13,11 @@ if ! _cudaenv_select; then
     printf 'cudaenv: %s\n' "$_ce_err" >&2
     exit 1
 fi
-if ! _cudaenv_resolve; then
+_cudaenv_resolve || {
+    _ce_status=$?
     printf 'cudaenv: %s\n' "$_ce_err" >&2
-    exit 127
-fi
+    exit $_ce_status
+}
 _ce_target=$_ce_root/bin/$_ce_name
 if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
     # The selected toolkit lacks this program (another toolkit has it, which

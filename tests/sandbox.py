@@ -62,6 +62,10 @@ def _make_special(path: Path, kind: str):
     elif kind.startswith("mode:"):
         path.mkdir(exist_ok=True)
         path.chmod(int(kind[5:], 8))
+    elif kind == "bad-setting":
+        assert code == 1, ctx
+        assert f"{case.expect[1]}: " in stderr and "absolute path" in stderr, ctx
+        assert len(stderr.strip().splitlines()) == 1, ctx
     else:
         raise AssertionError(kind)
 
@@ -110,11 +114,38 @@ class Sandbox:
             self.roots[str(p)] = f"conda:{case.conda}"
             self.env["CONDA_PREFIX"] = str(p)
         self.env["PWD"] = str(self.cwd)
+        self.case = case
+        self.shared = {name: self.tmp / f"shared-{name}" for name in case.shared}
+        for name, releases in case.shared.items():
+            self._add_shared(name, releases)
+        if self.shared:
+            self.env["CUDAENV_SHARED_ROOTS"] = ":".join(str(p) for p in self.shared.values())
+
+    def _add_shared(self, name: str, releases):
+        for rel in releases:
+            self.roots[str(managed(self.shared[name], rel))] = f"shared:{name}:{rel}"
+        self._rehash(self.shared[name], {})
+
+    def _rehash(self, root: Path, extra: dict):
+        # From the store, not the project: rehash does not read version files.
+        env = {k: v for k, v in self.env.items() if k != "CUDAENV_SHARED_ROOTS"}
+        env.update(extra, CUDAENV_ROOT=str(root), PWD=str(root))
+        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env,
+                       cwd=root, check=True, capture_output=True, timeout=TIMEOUT)
 
     def rehash(self):
-        # From the store, not the project: rehash does not read version files.
-        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(self.env, PWD=str(self.root)),
-                       cwd=self.root, check=True, capture_output=True, timeout=TIMEOUT)
+        """The user's rehash; then what an admin does to the shared stores after it."""
+        listed = {"CUDAENV_SHARED_ROOTS": self.env["CUDAENV_SHARED_ROOTS"]} if self.shared else {}
+        self._rehash(self.root, listed)
+        for name, releases in self.case.shared_after.items():
+            self._add_shared(name, releases)
+        for name, releases in self.case.shared_gone.items():
+            for rel in releases:
+                shutil.rmtree(self.shared[name] / "versions" / rel)
+            self._rehash(self.shared[name], {})
+        if self.case.shared_roots is not None:
+            self.env["CUDAENV_SHARED_ROOTS"] = self.case.shared_roots.format(
+                **{name: str(p) for name, p in self.shared.items()})
 
     def key(self, root: str) -> str | None:
         return self.roots.get(root.strip())
@@ -158,6 +189,10 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
             assert "too large" in stderr and f"at most {MAX_BYTES} bytes in at most {MAX_LINES} lines" in stderr, ctx
         else:
             assert case.expect[2] in stderr and "must be a regular file" in stderr, ctx
+        assert len(stderr.strip().splitlines()) == 1, ctx
+    elif kind == "bad-setting":
+        assert code == 1, ctx
+        assert f"{case.expect[1]}: " in stderr and "absolute path" in stderr, ctx
         assert len(stderr.strip().splitlines()) == 1, ctx
     else:
         raise AssertionError(kind)

@@ -17,6 +17,16 @@ and what must happen:
   ("too-large", "where")        exit 1; stderr names `where` and the size rule
   ("not-regular", "where", "a FIFO")  exit 1; stderr names `where` and what it is
 
+Shared stores (CUDAENV_SHARED_ROOTS): `shared` maps a store's name to its
+releases, each store at <tmp>/shared-<name>, owned by its admin and rehashed
+by them. The user's rehash runs with the setting listing them in that order;
+`shared_roots`, when given, is the setting afterwards ({name} stands for a
+store's path), so a changed setting meets a table built for the old one. `shared_after` installs more there and
+`shared_gone` removes some (with the admin's rehash) after the user's rehash,
+as an admin does while users' tables are built. Expectations:
+  ("ok", "shared:<name>:13.0.2")  that store's toolkit is selected
+  ("bad-setting", "CUDAENV_SHARED_ROOTS")  exit 1, one line naming the setting
+
 Files that are not plain bytes (`special`): "dir", "fifo" (a real mkfifo), "dangling"
 (a symlink to nothing), "loop" (a symlink to itself), "device" (a node like
 /dev/zero, which a reader that waits for a newline would read forever),
@@ -50,6 +60,10 @@ class Case:
     sticky: list = field(default_factory=list)
     foreign: list = field(default_factory=list)
     warn: str | None = None
+    shared: dict = field(default_factory=dict)
+    shared_roots: str | None = None
+    shared_after: dict = field(default_factory=dict)
+    shared_gone: dict = field(default_factory=dict)
 
 
 V = ".cuda-version"
@@ -209,4 +223,43 @@ CASES = [
          files={V: b"13.0\n"}, sticky=[""]),
     Case("world-writable-not-sticky-counts", ("ok", "managed:13.0.2"), managed=TWO, global_=b"12.8\n",
          files={V: b"13.0\n"}, foreign=[V], special={"": "mode:0777"}),
+    # shared stores: the user's own installs, then each shared store in order, then discovery
+    Case("shared-only", ("ok", "shared:a:13.0.2"), shared={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
+    Case("shared-own-same-release-wins", ("ok", "managed:13.0.2"), managed=["13.0.2"],
+         shared={"a": ["13.0.2"]}, files={V: b"13.0.2\n"}),
+    Case("shared-own-prefix-wins", ("ok", "managed:13.0.0"), managed=["13.0.0"],
+         shared={"a": ["13.0.2"]}, files={V: b"13\n"}),
+    Case("shared-fills-what-own-lacks", ("ok", "shared:a:12.8.1"), managed=["13.0.2"],
+         shared={"a": ["12.8.1"]}, files={V: b"12\n"}),
+    Case("shared-before-discovered", ("ok", "shared:a:12.8.1"), shared={"a": ["12.8.1"]}, system=["12.8.2"],
+         files={V: b"12.8\n"}),
+    Case("shared-first-store-wins", ("ok", "shared:a:13.0.0"), shared={"a": ["13.0.0"], "b": ["13.0.2"]},
+         files={V: b"13.0\n"}),
+    Case("shared-later-store-fills-gap", ("ok", "shared:b:12.8.1"),
+         shared={"a": ["13.0.2"], "b": ["12.8.1"]}, files={V: b"12\n"}),
+    Case("shared-system-is-discovery", ("ok", "system:12.6.0"), shared={"a": ["13.0.2"]}, system=["12.6.0"],
+         files={V: b"system\n"}),
+    Case("shared-not-installed", ("missing", "12.4"), shared={"a": ["13.0.2"]}, files={V: b"12.4\n"}),
+    Case("shared-empty-entries-trailing-slash", ("ok", "shared:a:13.0.2"), shared={"a": ["13.0.2"]},
+         shared_roots="::{a}//:", files={V: b"13\n"}),
+    Case("shared-missing-store-offers-nothing", ("ok", "shared:a:13.0.2"), shared={"a": ["13.0.2"]},
+         shared_roots="/nonexistent/cudaenv-store:{a}", files={V: b"13\n"}),
+    Case("shared-added-after-rehash", ("ok", "shared:a:13.0.2"), managed=["12.8.1"],
+         shared={"a": ["13.0.0"]}, shared_after={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
+    Case("shared-removed-after-rehash", ("ok", "shared:a:13.0.0"), shared={"a": ["13.0.0", "13.0.2"]},
+         shared_gone={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
+    Case("shared-removed-nothing-left", ("missing", "12.8"), shared={"a": ["12.8.1", "13.0.2"]},
+         shared_gone={"a": ["12.8.1"]}, files={V: b"12.8\n"}),
+    Case("shared-setting-changed-after-rehash", ("ok", "shared:b:13.0.2"),
+         shared={"a": ["13.0.0"], "b": ["13.0.2"]}, shared_roots="{b}:{a}", files={V: b"13\n"}),
+    Case("shared-relative-entry", ("bad-setting", "CUDAENV_SHARED_ROOTS"), managed=TWO,
+         shared_roots="opt/cudaenv", files={V: b"13\n"}),
+    Case("shared-relative-after-good", ("bad-setting", "CUDAENV_SHARED_ROOTS"), shared={"a": ["13.0.2"]},
+         shared_roots="{a}:./store", files={V: b"13\n"}),
+    Case("shared-tilde-entry", ("bad-setting", "CUDAENV_SHARED_ROOTS"), managed=TWO,
+         shared_roots="~/store", files={V: b"13\n"}),
+    Case("shared-newline-in-entry", ("bad-setting", "CUDAENV_SHARED_ROOTS"), managed=TWO,
+         shared_roots="/opt/a\n/opt/b", files={V: b"13\n"}),
+    Case("shared-control-byte", ("bad-setting", "CUDAENV_SHARED_ROOTS"), managed=TWO,
+         shared_roots="/opt/\x1b[31mred", files={V: b"13\n"}),
 ]

@@ -34,7 +34,7 @@ def test_python_cli(case, tmp_path):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_python_api(case, tmp_path, monkeypatch):
-    from cudaenv import selection
+    from cudaenv import selection, store
 
     box = Sandbox(case, tmp_path)
     box.rehash()
@@ -51,7 +51,7 @@ def test_python_api(case, tmp_path, monkeypatch):
             try:
                 r = selection.current()
                 result.update(code=0, out=str(r.root), err="")
-            except selection.SelectionError as e:
+            except (selection.SelectionError, store.StoreError) as e:
                 result.update(code=e.exit_code, out="", err=f"cudaenv: {e}")
         result["err"] = warnings.getvalue() + result["err"]
 

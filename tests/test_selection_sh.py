@@ -43,7 +43,7 @@ def test_shim(case, tmp_path):
     box = Sandbox(case, tmp_path)
     box.rehash()
     shim = box.root / "shims" / "nvcc"
-    if not case.managed and not case.system and not case.path and not case.conda:
+    if not case.managed and not case.system and not case.path and not case.conda and not case.shared:
         # No toolkit anywhere, so rehash wrote no shim; a user could still have
         # one left from an uninstalled toolkit: write the same file by hand.
         assert not shim.exists()

@@ -1,0 +1,123 @@
+"""Shared stores: CUDAENV_SHARED_ROOTS lists read-only cudaenv stores (an
+admin's /opt/cudaenv on NFS, say) whose managed toolkits are offered next to
+the user's own $CUDAENV_ROOT, as mise's shared install directories are.
+
+The user's rehash folds them into the ONE alias table in the user's own store,
+ranked: the user's own installs, then each shared store in the order listed,
+then the toolkits discovery finds on this machine. So a lookup, a shim or a
+prompt hook still reads one alias file, whatever the number of roots.
+
+The table records the list it was built for in aliases/.shared-roots, and is
+stale when that differs from the setting or a shared store's versions/ changed
+after it was built (an admin installed or removed a toolkit). Python rebuilds
+it then; the shims and hooks, which start no Python, look the spec up store by
+store in each one's own table instead (shims/select.sh, _cudaenv_resolve_stale).
+
+Entries are absolute paths of printable ASCII characters; empty entries are
+skipped and trailing slashes dropped, the same way in Python and shell. A
+store that does not exist (a mount missing on this node) offers nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import store
+
+VARIABLE = "CUDAENV_SHARED_ROOTS"
+MARKER = ".shared-roots"  # in aliases/: the normalized list the table was built for
+ALLOWED = "absolute paths of cudaenv stores (printable ASCII), separated by colons"
+ORIGIN_PREFIX = "shared: "
+
+
+class InvalidSharedRoots(store.StoreError):
+    """A CUDAENV_SHARED_ROOTS entry that is relative or holds control or non-ASCII characters."""
+
+
+def _printable_ascii(text: str) -> bool:
+    return all(" " <= c <= "~" for c in text)
+
+
+def normalized(env=None) -> str:
+    """The validated setting as the table records it: entries without trailing
+    slashes, empty ones dropped, joined by colons. Raises InvalidSharedRoots."""
+    env = os.environ if env is None else env
+    entries = []
+    for entry in env.get(VARIABLE, "").split(":"):
+        if not entry:
+            continue
+        if not entry.startswith("/") or not _printable_ascii(entry):
+            from .versions import describe
+
+            shown = describe(entry) if _printable_ascii(entry) else "(a value with control or non-ASCII bytes)"
+            raise InvalidSharedRoots(f"{VARIABLE}: {shown} is not an absolute path; allowed are {ALLOWED}")
+        entries.append(entry.rstrip("/") or "/")
+    return ":".join(entries)
+
+
+def roots(env=None) -> list[Path]:
+    """The shared stores, in the order listed (the user's own store left out)."""
+    text = normalized(env)
+    if not text:
+        return []
+    own = str(store.root(env))
+    return [Path(p) for p in text.split(":") if p != own]
+
+
+def origin(shared_root: Path) -> str:
+    """The origin a shared store's toolkit carries: `cudaenv versions` shows it."""
+    return f"{ORIGIN_PREFIX}{shared_root}"
+
+
+def toolkit_groups(env=None) -> list[list]:
+    """Each shared store's managed toolkits (newest first), one list per store, in order."""
+    groups = []
+    for shared in roots(env):
+        found = store.managed_toolkits({"CUDAENV_ROOT": str(shared)})
+        for tk in found:
+            tk.origin = origin(shared)
+            tk.managed = False  # not the user's to uninstall
+        groups.append(found)
+    return groups
+
+
+def toolkits(env=None) -> list:
+    return [tk for group in toolkit_groups(env) for tk in group]
+
+
+def table_is_stale(aliases_dir: Path, built_ns: int, env=None) -> bool:
+    """Was the table in `aliases_dir` (built at `built_ns`) built for another
+    list of shared stores, or before one of them changed?"""
+    text = normalized(env)
+    try:
+        recorded = store.read_small(aliases_dir / MARKER, 64 * 1024).decode("utf-8", "replace").rstrip("\n")
+    except OSError:
+        recorded = ""
+    if recorded != text:
+        return True
+    for shared in text.split(":") if text else ():
+        try:
+            if os.stat(os.path.join(shared, "versions")).st_mtime_ns > built_ns:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def write_marker(aliases_dir: Path, env=None) -> None:
+    """Record the list the table is being built for (no file when there is none)."""
+    text = normalized(env)
+    path = aliases_dir / MARKER
+    if text:
+        try:
+            if path.read_text() == text + "\n":
+                return
+        except OSError:
+            pass
+        store.write_atomic(path, text + "\n")
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
