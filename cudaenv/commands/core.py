@@ -228,11 +228,11 @@ def local(version, unset, force, auto, python):
 
 def _auto_release(python: str | None) -> str:
     """The resolver's recommended release, or a one-line error saying why there is none."""
-    from .. import resolve
-    from ..probe import ProbeInputError
+    from .. import resolver
+    from ..machine import ProbeInputError
 
     try:
-        res = resolve.resolve(python=python)
+        res = resolver.resolve(python=python)
     except ProbeInputError as e:
         _fail(str(e))
     if not res.recommended:
