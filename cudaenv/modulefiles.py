@@ -4,7 +4,7 @@
     DIR/cuda/.modulerc.lua                      DIR/cuda/.modulerc
 
 Each modulefile applies the same variables as `cudaenv exec` and the shell hook
-(cudaenv.environment): CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT, CUDACXX, and the
+(cudaenv.activation): CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT, CUDACXX, and the
 toolkit's bin first on PATH. Lmod's family("cuda") and Tcl's `conflict cuda`
 keep two toolkits from being loaded at once. The rc file names the default
 (the toolkit the global selection resolves to) and gives every MAJOR.MINOR an

@@ -1,4 +1,4 @@
-"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.resolve and cudaenv.doctor."""
+"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.resolver and cudaenv.diagnostics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Read-only queries shared by the click commands and the no-click fast path.
+"""The CLI's fast path: read-only queries answered before click is imported.
+
+`cudaenv version`, `root`, `prefix` and `which` run here from __main__ (the
+click commands call the same functions), so these must stay cheap to import.
 
 Each prints its answer and returns an exit code: 0 ok, 1 invalid input,
 127 the selected toolkit or command is not installed.
