@@ -237,10 +237,21 @@ def extract_artifact(path: Path, kind: str, dest: Path, subdir: str = "", cancel
         except zipfile.BadZipFile as e:
             raise UnsafeArchive(f"{Path(path).name}: not a valid wheel ({e})") from None
     if kind == "deb":
-        from . import deb  # the .deb reader lives with the apt source
-
-        return deb.extract_deb(path, dest, subdir)
+        return extract_deb(path, dest, subdir)
     raise UnsafeArchive(f"{Path(path).name}: unknown archive kind {kind!r}")
+
+
+def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None) -> list[str]:
+    """Extract the files under `subdir` (e.g. usr/local/cuda-13.0) of the .deb into `dest`.
+
+    Members outside `subdir` (/usr/share/doc, /etc/ld.so.conf.d, ...) are skipped;
+    the relative paths written are returned. deb.py reads the .deb's data
+    member; the path checks are this module's, as for every other archive.
+    """
+    from . import deb
+
+    with deb.open_tar(path, "data", use) as tar:
+        return extract_tar(tar, Path(dest), subdir, archive=Path(path).name)
 
 
 def verify_links(root: Path) -> None:

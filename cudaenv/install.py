@@ -530,9 +530,9 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
                 progress.message(note)
         store.write_receipt(staging, _receipt(plan, extra, previous))
         _commit(staging, final)
-    from . import modulefiles, shims
+    from . import modulefiles, rehash
 
-    shims.rehash()
+    rehash.rehash()
     modules_note = modulefiles.refresh_if_configured()
     if modules_note:
         notes.append(modules_note)
@@ -633,7 +633,7 @@ def uninstall(release: Release) -> Path:
         doomed = store.staging_dir() / f"{release}-uninstall-{os.getpid()}-{secrets.token_hex(4)}"
         os.rename(final, doomed)
         shutil.rmtree(doomed, ignore_errors=True)
-    from . import shims
+    from . import rehash
 
-    shims.rehash()
+    rehash.rehash()
     return final

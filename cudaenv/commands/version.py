@@ -52,7 +52,7 @@ Examples:
 @click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
 def versions(bare, as_json, executables):
     """List managed and discovered toolkits, marking the current one."""
-    from .. import discover, shims
+    from .. import discover, rehash
 
     if executables:
         from .. import inventory
@@ -68,7 +68,7 @@ def versions(bare, as_json, executables):
     # owner's to rebuild, and a listing must work for everyone.
     if store.can_write(store.root()):
         try:
-            shims.rehash(managed, static)
+            rehash.rehash(managed, static)
         except store.StoreNotWritable:
             pass
     found = discover.discover(static=static)
