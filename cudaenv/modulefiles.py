@@ -179,7 +179,7 @@ def global_default(items: list[Entry], env=None) -> str | None:
         return None
     try:
         spec, line = selection.read_version_file(gfile)
-        resolved = selection.resolve(selection.Selection(spec, str(gfile), line), env)
+        resolved = selection.locate(selection.Selection(spec, str(gfile), line), env)
     except selection.SelectionError:
         return None
     real = os.path.realpath(resolved.root)

@@ -58,7 +58,7 @@ Examples:
 def env(shell_, fmt, version, inherit_path):
     """Print the environment the selected (or given) toolkit applies."""
     try:
-        r = fastpath.resolve_arg(version)
+        r = fastpath.selected_or_named(version)
     except SelectionError as e:
         fail(str(e), e.exit_code)
     if fmt is None:

@@ -63,7 +63,7 @@ def _write_version_file(path: Path, value: str | None, unset: bool, force: bool,
         return
     spec = _validate_orfail(value)
     try:
-        resolved = selection.resolve(selection.Selection(spec, str(path)))
+        resolved = selection.locate(selection.Selection(spec, str(path)))
     except SelectionError:
         if not force:
             if spec.is_system:

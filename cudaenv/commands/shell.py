@@ -193,7 +193,7 @@ def sh_shell(shell_name, unset, version):
         # Refuse a version that is not there now, rather than break every shim later.
         try:
             # The version came from `cudaenv shell VERSION`, not (yet) from CUDAENV_VERSION.
-            selection.resolve(Selection(parse_spec(version.strip(" \t")), "the command line"))
+            selection.locate(Selection(parse_spec(version.strip(" \t")), "the command line"))
         except SelectionError as e:
             _fail(str(e), e.exit_code)
     click.echo(code, nl=False)
