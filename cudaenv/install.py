@@ -612,11 +612,11 @@ def selected_by(release: Release, cwd: Path | None = None) -> list[str]:
 
 def resolves_after_removal(path: str) -> str:
     """What the version file `path` selects now (run after the removal and rehash)."""
-    from .selection import Selection, SelectionError, read_version_file, resolve
+    from .selection import Selection, SelectionError, read_version_file, locate
 
     try:
         spec, _ = read_version_file(Path(path))
-        r = resolve(Selection(spec, str(path)))
+        r = locate(Selection(spec, str(path)))
     except SelectionError:
         return f"selects {spec.text}, which no longer resolves to any toolkit; run: cudaenv install {spec.text}"
     where = "managed by cudaenv" if r.origin == "cudaenv" else f"found at {r.origin}"
