@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import apt_repo  # noqa: E402
 from httpserver import FileServer  # noqa: E402
 
-from cudaenv import deb  # noqa: E402
+from cudaenv import extract  # noqa: E402
 from cudaenv.sources import apt  # noqa: E402
 
 
@@ -98,7 +98,7 @@ def bench_extract(work: Path, runs: int) -> None:
 
         def reader(use):
             d = fresh()
-            deb.extract_deb(path, d, "usr/local/cuda-13.0", use=use)
+            extract.extract_deb(path, d, "usr/local/cuda-13.0", use=use)
             shutil.rmtree(d)
 
         rows_by[compression] = [

@@ -5,33 +5,50 @@ before it commits to a JIT compile:
 
     import cudaenv
     cudaenv.current()           # the selected toolkit (selection.Resolved)
-    cudaenv.resolve(...)        # minimum and recommended toolkit (resolve.Resolution)
-    cudaenv.probe(...)          # GPUs, driver, torch, toolkits seen (probe.Probe)
-    cudaenv.doctor(...)         # whole-stack checks (doctor.Report)
+    cudaenv.probe(...)          # GPUs, driver, torch, toolkits seen (machine.Probe)
+    cudaenv.resolve(...)        # minimum and recommended toolkit (resolver.Resolution)
+    cudaenv.doctor(...)         # whole-stack checks (diagnostics.Report)
 
-Attributes are imported lazily so `import cudaenv` stays cheap.
+This is the one place the API is published. Each name is imported from its
+module on first access, so `import cudaenv` stays cheap; the modules are named
+for what they hold (machine, resolver, diagnostics), never after an API
+function, so `cudaenv.resolve` is always the function.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_LAZY = {
+# name -> (module, attribute)
+_API = {
     "current": ("cudaenv.selection", "current"),
     "select": ("cudaenv.selection", "select"),
-    "resolve": ("cudaenv.resolve", "resolve"),
-    "probe": ("cudaenv.probe", "probe"),
-    "doctor": ("cudaenv.doctor", "doctor"),
+    "probe": ("cudaenv.machine", "probe"),
+    "Probe": ("cudaenv.machine", "Probe"),
+    "ProbeInputError": ("cudaenv.machine", "ProbeInputError"),
+    "resolve": ("cudaenv.resolver", "resolve"),
+    "plan": ("cudaenv.resolver", "plan"),
+    "recommended_release": ("cudaenv.resolver", "recommended_release"),
+    "Resolution": ("cudaenv.resolver", "Resolution"),
+    "doctor": ("cudaenv.diagnostics", "doctor"),
+    "render_report": ("cudaenv.diagnostics", "render"),
+    "Report": ("cudaenv.diagnostics", "Report"),
 }
 
 
 def __getattr__(name):
-    if name in _LAZY:
+    if name in _API:
         import importlib
 
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(module), attr)
+        module, attr = _API[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value  # later lookups skip this hook
+        return value
     raise AttributeError(f"module 'cudaenv' has no attribute {name!r}")
 
 
-__all__ = ["__version__", *_LAZY]
+def __dir__():
+    return sorted([*globals(), *_API])
+
+
+__all__ = ["__version__", *_API]

@@ -1,7 +1,7 @@
 """`cudaenv` and `python -m cudaenv`.
 
 The hottest read-only commands (`which`, `version`, `prefix`, `root`) are
-answered by cudaenv.queries without importing click; everything else, and any
+answered by cudaenv.fastpath without importing click; everything else, and any
 option such as --help, goes through the click CLI.
 
 Whatever a command meets on the way (a store it may not write, a deleted
@@ -15,9 +15,9 @@ import sys
 
 
 def _dispatch() -> None:
-    from . import queries
+    from . import fastpath
 
-    code = queries.fast_path(sys.argv[1:])
+    code = fastpath.fast_path(sys.argv[1:])
     if code is not None:
         sys.exit(code)
     from .cli import main

@@ -107,7 +107,7 @@ def refresh(env=None) -> dict[str, Entry] | None:
     """Rebuild the on-disk table (and shims) and return None; where the store
     refuses the write, or the caller asked about another environment than this
     process's, return the table built in memory instead."""
-    from .shims import rehash
+    from .rehash import rehash
 
     if env is None and store.can_write(store.root()):
         try:

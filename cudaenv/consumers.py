@@ -91,7 +91,7 @@ def _which_root(env) -> str | None:
 
 
 def _default_root(env) -> str:
-    from .probe import default_root
+    from .machine import default_root
 
     return default_root(env)
 
@@ -432,7 +432,7 @@ def data_checks(ans: dict[str, Answer]) -> list[tuple]:
 
 def triton_checks(a: Answer | None, archs, fix_root: str | None, env, fallback_fix: str | None = None) -> list[tuple]:
     """Triton's ptxas per GPU arch, as get_ptxas(arch) picks it (3.9: ptxas-blackwell from sm_90)."""
-    from . import resolve as rs
+    from . import resolver as rs
 
     if a is None or not archs:
         return []

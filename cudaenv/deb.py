@@ -9,7 +9,7 @@ not at all). Two readers give the same tar stream:
           binary, since the standard library has no zstd before Python 3.14
 
 CUDAENV_DEB_READER=dpkg|python forces one. Extraction itself is the shared,
-path-checked cudaenv.extract.extract_tar: a .deb is as untrusted as any
+path-checked cudaenv.extract.extract_deb over open_tar: a .deb is as untrusted as any
 archive, checksums notwithstanding.
 """
 
@@ -247,17 +247,3 @@ def parse_control(text: str) -> dict[str, str]:
             key = key.strip()
             fields[key] = value.strip()
     return fields
-
-
-def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None, cancel=None,
-                name: str | None = None) -> list[str]:
-    """Extract the files under `subdir` (e.g. usr/local/cuda-13.0) of the .deb into `dest`.
-
-    Members outside `subdir` (/usr/share/doc, /etc/ld.so.conf.d, ...) are skipped;
-    the relative paths written are returned.
-    """
-    from .extract import extract_tar  # shared, path-checked extraction
-
-    with open_tar(path, "data", use) as tar:
-        return extract_tar(tar, Path(dest), subdir, archive=name or Path(path).name, cancel=cancel,
-                           compressed_size=Path(path).stat().st_size)

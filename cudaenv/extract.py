@@ -472,7 +472,7 @@ def extract_artifact(path: Path, kind: str, dest: Path, subdir: str = "", cancel
         from . import deb  # the .deb reader lives with the apt source
 
         try:
-            return deb.extract_deb(path, dest, subdir, cancel=cancel, name=name)
+            return extract_deb(path, dest, subdir, cancel=cancel, name=name)
         except deb.DebError as e:
             raise UnsafeArchive(str(e).replace(str(path), name)) from None
     raise UnsafeArchive(f"{name}: unknown archive kind {kind!r}")
@@ -493,3 +493,18 @@ def verify_links(root: Path) -> None:
                 problem = link_target_problem(rel, os.readlink(p))
                 if problem:
                     raise UnsafeArchive(f"symlink {_show('/'.join(rel))} {problem}: {_show(os.readlink(p))}")
+
+
+def extract_deb(path: Path, dest: Path, subdir: str, use: str | None = None, cancel=None,
+                name: str | None = None) -> list[str]:
+    """Extract the files under `subdir` (e.g. usr/local/cuda-13.0) of the .deb into `dest`.
+
+    Members outside `subdir` (/usr/share/doc, /etc/ld.so.conf.d, ...) are skipped;
+    the relative paths written are returned. deb.py only reads the .deb's data
+    tar; writing it is this module's, as for every other archive.
+    """
+    from . import deb
+
+    with deb.open_tar(path, "data", use) as tar:
+        return extract_tar(tar, Path(dest), subdir, archive=name or Path(path).name, cancel=cancel,
+                           compressed_size=Path(path).stat().st_size)

@@ -535,9 +535,9 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
                 progress.message(note)
         store.write_receipt(staging, _receipt(plan, extra, previous))
         _commit(staging, final)
-    from . import modulefiles, shims
+    from . import modulefiles, rehash
 
-    shims.rehash()
+    rehash.rehash()
     modules_note = modulefiles.refresh_if_configured()
     if modules_note:
         notes.append(modules_note)
@@ -617,11 +617,11 @@ def selected_by(release: Release, cwd: Path | None = None) -> list[str]:
 
 def resolves_after_removal(path: str) -> str:
     """What the version file `path` selects now (run after the removal and rehash)."""
-    from .selection import Selection, SelectionError, read_version_file, resolve
+    from .selection import Selection, SelectionError, read_version_file, locate
 
     try:
         spec, _ = read_version_file(Path(path))
-        r = resolve(Selection(spec, str(path)))
+        r = locate(Selection(spec, str(path)))
     except SelectionError:
         return f"selects {spec.text}, which no longer resolves to any toolkit; run: cudaenv install {spec.text}"
     where = "managed by cudaenv" if r.origin == "cudaenv" else f"found at {r.origin}"
@@ -640,7 +640,7 @@ def uninstall(release: Release) -> Path:
 
             sys.stderr.write(f"cudaenv: kept {', '.join(kept)} in {store.trash_dir()} while running processes "
                              f"use it; the next uninstall or 'cudaenv cache prune' deletes it\n")
-    from . import shims
+    from . import rehash
 
-    shims.rehash()
+    rehash.rehash()
     return final

@@ -80,7 +80,7 @@ def _ninja_root(build_ninja: Path) -> str | None:
 
 
 def _release(root: str | None) -> str | None:
-    from .probe import release_of
+    from .machine import release_of
 
     rel = release_of(root) if root and os.path.isdir(root) else None
     return ".".join(rel.split(".")[:2]) if rel else None
@@ -173,7 +173,7 @@ def usage_of(probe, answers, env=None) -> Usage:
     """Usage from doctor's probe and the consumers' answers (live where asked, else the model),
     the selected toolkit for a consumer that finds none. Triton archs that only cache entries name (no such GPU here) are asked of the model too."""
     from . import consumers
-    from .probe import release_of
+    from .machine import release_of
 
     usage = Usage()
     for kind, consumer, key in (("flashinfer", "flashinfer", "cuda_path"), ("torch_extensions", "torch", "cuda_home")):
@@ -204,7 +204,7 @@ def current_usage(env=None, python: str | None = None) -> Usage:
     """What the consumers of this environment's Python would use now: the probe and the
     consumers' answers that `cudaenv doctor` judges with, so `cache clear --jit` agrees with it."""
     from . import consumers
-    from .probe import probe
+    from .machine import probe
 
     env = os.environ if env is None else env
     p = probe(python=python, no_gpu=True, env=env)

@@ -57,7 +57,7 @@ def _minor(release: str | None) -> str:
 
 
 def render(report, now: float | None = None) -> str:
-    """The doctor Report (cudaenv.doctor.Report) as Prometheus text exposition format 0.0.4."""
+    """The doctor Report (cudaenv.diagnostics.Report) as Prometheus text exposition format 0.0.4."""
     p = report.probe
     out = _Exposition()
     out.family("doctor_check_status", "Result of one cudaenv doctor check: 0 ok, 1 warn, 2 error.",

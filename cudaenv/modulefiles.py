@@ -4,7 +4,7 @@
     DIR/cuda/.modulerc.lua                      DIR/cuda/.modulerc
 
 Each modulefile applies the same variables as `cudaenv exec` and the shell hook
-(cudaenv.environment): CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT, CUDACXX, and the
+(cudaenv.activation): CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT, CUDACXX, and the
 toolkit's bin first on PATH. Lmod's family("cuda") and Tcl's `conflict cuda`
 keep two toolkits from being loaded at once. The rc file names the default
 (the toolkit the global selection resolves to) and gives every MAJOR.MINOR an
@@ -179,7 +179,7 @@ def global_default(items: list[Entry], env=None) -> str | None:
         return None
     try:
         spec, line = selection.read_version_file(gfile)
-        resolved = selection.resolve(selection.Selection(spec, str(gfile), line), env)
+        resolved = selection.locate(selection.Selection(spec, str(gfile), line), env)
     except selection.SelectionError:
         return None
     real = os.path.realpath(resolved.root)

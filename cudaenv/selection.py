@@ -335,7 +335,7 @@ def install_hint(spec: Spec) -> str:
     return f"cudaenv install {spec.text}"
 
 
-def resolve(selection: Selection, env=None) -> Resolved:
+def locate(selection: Selection, env=None) -> Resolved:
     """The toolkit a selection names, from the alias table. Raises NotInstalled."""
     from . import aliases
 
@@ -361,4 +361,4 @@ def resolve(selection: Selection, env=None) -> Resolved:
 
 
 def current(cwd: Path | None = None, env=None) -> Resolved:
-    return resolve(select(cwd, env), env)
+    return locate(select(cwd, env), env)

@@ -44,7 +44,7 @@ def install_system(release_spec: str | None, profile: str = "minimal", extra=(),
     apt-get's own output follows it there; `confirm`, when given, is asked
     with the plan's text and apt-get runs only on a yes (None: --yes).
     """
-    from . import shims
+    from . import rehash
     from .sources.apt import system
 
     started = time.monotonic()
@@ -73,7 +73,7 @@ def install_system(release_spec: str | None, profile: str = "minimal", extra=(),
     if not os.access(toolkit / "bin" / "nvcc", os.X_OK):
         raise SourceFailure(f"apt-get finished but {toolkit}/bin/nvcc is missing: "
                             "the packages did not install a toolkit")
-    shims.rehash()
+    rehash.rehash()
     components = {e.name: {"version": e.version, "sha256": e.sha256, "size": e.size} for e in entries}
     return Result(str(release), plan.source, toolkit, profile_label(profile, extra), "installed", components,
                   notes=plan.notes + notes, seconds=time.monotonic() - started)

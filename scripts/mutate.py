@@ -47,8 +47,8 @@ TESTS = {
     "cudaenv/extract.py": [SURVIVORS, "tests/test_extract.py", "tests/test_deb.py"],
     "cudaenv/download.py": [SURVIVORS, "tests/test_download.py"],
     "cudaenv/install.py": [SURVIVORS, "tests/test_install.py"],
-    "cudaenv/resolve.py": [SURVIVORS, "tests/test_resolve.py"],
-    "cudaenv/doctor.py": [SURVIVORS, "tests/test_doctor.py", "tests/test_doctor_machines.py"],
+    "cudaenv/resolver.py": [SURVIVORS, "tests/test_resolve.py"],
+    "cudaenv/diagnostics.py": [SURVIVORS, "tests/test_doctor.py", "tests/test_doctor_machines.py"],
 }
 
 
@@ -67,11 +67,11 @@ class Mutation:
 
 MUTATIONS = [
     # resolver
-    Mutation("R5", "cudaenv/resolve.py", "-key(tv)[1])", "key(tv)[1])",
+    Mutation("R5", "cudaenv/resolver.py", "-key(tv)[1])", "key(tv)[1])",
              "the way-out suggestion prefers the oldest torch"),
-    Mutation("R6", "cudaenv/resolve.py", "if best is None or score < best[0]:",
+    Mutation("R6", "cudaenv/resolver.py", "if best is None or score < best[0]:",
              "if best is None or score <= best[0]:", "ties between way-out builds go to the last one seen"),
-    Mutation("R7", "cudaenv/resolve.py", "return rows[-1][2] if rows else None", "return rows[0][2] if rows else None",
+    Mutation("R7", "cudaenv/resolver.py", "return rows[-1][2] if rows else None", "return rows[0][2] if rows else None",
              "a torch build is looked up in the oldest release shipping it"),
     # extraction (the realpath design, then the dir-fd design)
     Mutation("X2", "cudaenv/extract.py", "if not _inside(self.root, os.path.realpath(parent)):", "if False:",
@@ -100,11 +100,11 @@ MUTATIONS = [
     Mutation("I4", "cudaenv/install.py", "    if got != release.short:", "    if False:",
              "the smoke test accepts an nvcc of another release"),
     # doctor
-    Mutation("DR2", "cudaenv/doctor.py", 'self.add("gpu-target", "error",', 'self.add("gpu-target", "warn",',
+    Mutation("DR2", "cudaenv/diagnostics.py", 'self.add("gpu-target", "error",', 'self.add("gpu-target", "warn",',
              "the gpu-target error is downgraded to a warning"),
-    Mutation("DR3", "cudaenv/doctor.py", 'self.add("driver", "warn",', 'self.add("driver", "ok",',
+    Mutation("DR3", "cudaenv/diagnostics.py", 'self.add("driver", "warn",', 'self.add("driver", "ok",',
              "the driver warning is reported as ok"),
-    Mutation("DR4", "cudaenv/doctor.py", 'self.add("driver-torch", "error",', 'self.add("driver-torch", "warn",',
+    Mutation("DR4", "cudaenv/diagnostics.py", 'self.add("driver-torch", "error",', 'self.add("driver-torch", "warn",',
              "a driver that cannot run torch's own CUDA is only a warning"),
     # selection, Python and shell
     Mutation("S1", "cudaenv/selection.py", '    if value.strip(" \\t"):', '    if False:',

@@ -363,7 +363,7 @@ _cudaenv_select() {
 }
 
 # The toolkit root for _ce_spec, into _ce_root. On failure sets _ce_err and
-# returns 127, like cudaenv.selection.resolve (1 for a bad CUDAENV_SHARED_ROOTS).
+# returns 127, like cudaenv.selection.locate (1 for a bad CUDAENV_SHARED_ROOTS).
 _cudaenv_resolve() {
     local entry dir added IFS=: noglob
     case $_ce_source in

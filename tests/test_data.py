@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cudaenv import data
-from cudaenv import resolve as rs
+from cudaenv import resolver as rs
 from cudaenv.data import load
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "gen_data.py"

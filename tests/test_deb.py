@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import apt_repo
-from cudaenv import deb
+from cudaenv import deb, extract
 from cudaenv.extract import UnsafeArchive
 
 HAVE_DPKG = shutil.which("dpkg-deb") is not None
@@ -58,7 +58,7 @@ def test_readers_give_identical_trees(tmp_path, compression, nvcc_package, cudar
         path = apt_repo.build_deb(pkg, tmp_path / "debs", tmp_path / "build", compression=compression)
         for use in ("dpkg", "python"):
             dest = tmp_path / use
-            written = deb.extract_deb(path, dest, SUBDIR, use=use)
+            written = extract.extract_deb(path, dest, SUBDIR, use=use)
             assert written and all(not w.startswith(("usr/", "/")) for w in written)
             assert deb.read_control(path, use=use)["Package"] == pkg.name
         trees = {use: tree(tmp_path / use) for use in ("dpkg", "python")}
@@ -132,7 +132,7 @@ def test_path_escape_is_rejected(tmp_path, use, entries):
     path = handmade_deb(tmp_path / "evil.deb", entries)
     dest = tmp_path / "sandbox" / "root"
     with pytest.raises((UnsafeArchive, deb.DebError)) as info:
-        deb.extract_deb(path, dest, SUBDIR, use=use)
+        extract.extract_deb(path, dest, SUBDIR, use=use)
     assert "evil.deb" in str(info.value) and "\n" not in str(info.value)
     # Nothing landed outside the destination.
     outside = [p for p in (tmp_path / "sandbox").rglob("*") if not p.is_relative_to(dest)]
@@ -144,7 +144,7 @@ def test_not_a_deb(tmp_path, use):
     path = tmp_path / "junk.deb"
     path.write_bytes(b"this is not an ar archive at all")
     with pytest.raises(deb.DebError, match="junk.deb"):
-        deb.extract_deb(path, tmp_path / "out", SUBDIR, use=use)
+        extract.extract_deb(path, tmp_path / "out", SUBDIR, use=use)
 
 
 @pytest.mark.parametrize("use", READERS)
@@ -153,22 +153,22 @@ def test_truncated_deb(tmp_path, use, nvcc_package):
     cut = tmp_path / "cut.deb"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size - 300])
     with pytest.raises((deb.DebError, UnsafeArchive), match="cut.deb"):
-        deb.extract_deb(cut, tmp_path / "out", SUBDIR, use=use)
+        extract.extract_deb(cut, tmp_path / "out", SUBDIR, use=use)
 
 
 def test_python_reader_errors(tmp_path):
     no_data = tmp_path / "nodata.deb"
     no_data.write_bytes(ar_archive([("debian-binary", b"2.0\n"), ("control.tar.xz", b"")]))
     with pytest.raises(deb.DebError, match=r"nodata.deb: no data.tar.\* member"):
-        deb.extract_deb(no_data, tmp_path / "out", SUBDIR, use="python")
+        extract.extract_deb(no_data, tmp_path / "out", SUBDIR, use="python")
     lz = tmp_path / "lzma.deb"
     lz.write_bytes(ar_archive([("debian-binary", b"2.0\n"), ("data.tar.lzma", b"\0" * 10)]))
     with pytest.raises(deb.DebError, match="unsupported compression; allowed are"):
-        deb.extract_deb(lz, tmp_path / "out", SUBDIR, use="python")
+        extract.extract_deb(lz, tmp_path / "out", SUBDIR, use="python")
     bad_size = tmp_path / "size.deb"
     bad_size.write_bytes(b"!<arch>\n" + f"{'debian-binary/':<16}{0:<12}{0:<6}{0:<6}{'100644':<8}{9999:<10}`\n".encode())
     with pytest.raises(deb.DebError, match="runs past the end"):
-        deb.extract_deb(bad_size, tmp_path / "out", SUBDIR, use="python")
+        extract.extract_deb(bad_size, tmp_path / "out", SUBDIR, use="python")
 
 
 @pytest.mark.skipif(not HAVE_DPKG, reason="dpkg-deb is needed to build a zstd .deb")
@@ -178,7 +178,7 @@ def test_zstd_without_the_zstd_program_is_a_clear_error(tmp_path, monkeypatch, n
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     with pytest.raises(deb.DebError, match="zstd-compressed and the `zstd` program is not on PATH"):
-        deb.extract_deb(path, tmp_path / "out", SUBDIR, use="python")
+        extract.extract_deb(path, tmp_path / "out", SUBDIR, use="python")
 
 
 def test_reader_choice(monkeypatch):

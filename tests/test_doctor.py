@@ -62,7 +62,7 @@ def test_failure_then_fixed(failing):
 
 def test_fixed_through_hook_variables(failing):
     """The same, with the variables the shell hook sets instead of `cudaenv exec`."""
-    from cudaenv.environment import toolkit_env
+    from cudaenv.activation import toolkit_env
 
     m = failing
     env = fixed_env(m)

@@ -1,6 +1,6 @@
 """The start-up budget of the fast path (docs/performance.md), as imports.
 
-`cudaenv which`, `version` and `prefix` are answered by cudaenv.queries before
+`cudaenv which`, `version` and `prefix` are answered by cudaenv.fastpath before
 click is imported, and the modules on that path must not import what costs
 milliseconds each. A timing test would be flaky on a shared machine; the set of
 imported modules is exact, so that is what is asserted, in a real subprocess

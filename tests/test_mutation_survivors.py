@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import resolve as rs
+from cudaenv import resolver as rs
 from fakemachine import Machine
 from httpserver import FileServer
 from redist_mirror import RedistMirror, write_tar_xz

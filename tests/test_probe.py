@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cudaenv import probe as pr
+from cudaenv import machine as pr
 from fakemachine import Machine
 
 

@@ -84,8 +84,8 @@ def test_no_gpu_machine_omits_gpu_and_driver(tmp_path):
 
 def test_label_values_are_escaped():
     from cudaenv import metrics
-    from cudaenv.doctor import Check, Report
-    from cudaenv.probe import GPU, Probe
+    from cudaenv.diagnostics import Check, Report
+    from cudaenv.machine import GPU, Probe
 
     odd = 'GPU "quoted" \\ back\nslash'
     probe = Probe(gpus=[GPU(0, odd, "12.0", "sm_120")], gpu_source="nvidia-smi", driver="580.65.06",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cudaenv import resolve as rs
+from cudaenv import resolver as rs
 from fakemachine import Machine
 
 # (id, plan kwargs, minimum, recommended, status, text that a finding must contain)
@@ -77,7 +77,7 @@ def test_driver_arithmetic():
 def test_recommended_release_from_probe(tmp_path):
     m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.8.0+cu126")
     env = m.env()
-    from cudaenv.probe import probe
+    from cudaenv.machine import probe
 
     p = probe(python=m.python, env=env)
     assert p.archs == ["sm_90"] and p.torch_cuda == "12.6"

@@ -58,8 +58,8 @@ def test_shim_runs_selected_nvcc_with_its_environment(store):
     assert got["CUDAENV_PATH_ENTRY"] == f"{tk}/bin"
     assert "LD_LIBRARY_PATH" not in got
     # The same environment Python computes for `cudaenv exec`/`env`.
-    from cudaenv import environment
-    expected = environment.toolkit_env(tk, env)
+    from cudaenv import activation
+    expected = activation.toolkit_env(tk, env)
     assert {k: got[k] for k in expected} == expected
 
 

@@ -198,7 +198,7 @@ def _clear_stale_jit(yes: bool) -> list[str]:
 
 
 def _auto_versions(python):
-    from .core import _auto_release
+    from .local_global import _auto_release
 
     return (_auto_release(python),)
 

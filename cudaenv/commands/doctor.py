@@ -1,4 +1,4 @@
-"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.resolve and cudaenv.doctor."""
+"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.resolver and cudaenv.diagnostics."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def plan_options(f):
 
 
 def _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
-    from ..probe import ProbeInputError, probe
+    from ..machine import ProbeInputError, probe
 
     try:
         return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu,
@@ -63,7 +63,7 @@ def _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
 
 def _installed(release: str) -> bool:
     from .. import store
-    from ..resolve import short
+    from ..resolver import short
 
     return any(short(t.release) == release for t in store.managed_toolkits())
 
@@ -110,7 +110,7 @@ also {"schema": "cudaenv.error/1", ...} on stdout).""")
 @plan_options
 def resolve(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
     """Minimum and recommended toolkit release for the GPU, driver and torch."""
-    from ..resolve import resolve as run
+    from ..resolver import resolve as run
 
     p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json)
     r = run(p)
@@ -142,7 +142,7 @@ written, 64 bad input or usage (message on stderr; with --json also
 @click.option("--output", "-o", metavar="FILE", help="Write to FILE atomically instead of stdout.")
 def doctor(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, fix, yes, quiet, fmt, output):
     """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
-    from .. import doctor as doc
+    from .. import diagnostics as doc
     from .. import jitcache
 
     p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json)

@@ -142,7 +142,7 @@ def normalize_arch(value: str) -> str:
 
 
 def check_torch_cuda(value: str) -> str:
-    from .resolve import normalize_torch_cuda
+    from .resolver import normalize_torch_cuda
 
     try:
         return normalize_torch_cuda(value)
@@ -543,14 +543,3 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         flashinfer=flashinfer or (py.version("flashinfer") if py else None),
         gpu_tried=gpu_tried(env) if gsrc == "none" else [],
     )
-
-
-class _CallableModule(__import__("types").ModuleType):
-    """`cudaenv.probe(...)` is the API, but importing this submodule makes the package
-    attribute `cudaenv.probe` this module; calling the module calls the function."""
-
-    def __call__(self, *args, **kwargs):
-        return probe(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

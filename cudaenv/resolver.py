@@ -494,9 +494,9 @@ def driver_findings(driver, minimum, recommended) -> list[Finding]:
 
 
 def resolve(probe=None, **probe_args) -> Resolution:
-    """Resolve for this machine (or the given Probe); probe_args as for cudaenv.probe.probe()."""
+    """Resolve for this machine (or the given Probe); probe_args as for cudaenv.machine.probe()."""
     if probe is None:
-        from .probe import probe as run_probe
+        from .machine import probe as run_probe
 
         probe = run_probe(**probe_args)
     py = probe.python
@@ -507,14 +507,3 @@ def resolve(probe=None, **probe_args) -> Resolution:
 def recommended_release(probe=None, **probe_args) -> str | None:
     """The release `install --auto` / `local --auto` should use ("13.0"), or None when nothing fits."""
     return resolve(probe, **probe_args).recommended
-
-
-class _CallableModule(__import__("types").ModuleType):
-    """`cudaenv.resolve(...)` is the API, but importing this submodule makes the package
-    attribute `cudaenv.resolve` this module; calling the module calls the function."""
-
-    def __call__(self, *args, **kwargs):
-        return resolve(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -1,4 +1,7 @@
-"""Read-only queries shared by the click commands and the no-click fast path.
+"""The CLI's fast path: read-only queries answered before click is imported.
+
+`cudaenv version`, `root`, `prefix` and `which` run here from __main__ (the
+click commands call the same functions), so these must stay cheap to import.
 
 Each prints its answer and returns an exit code: 0 ok, 1 invalid input,
 127 the selected toolkit or command is not installed.
@@ -32,7 +35,7 @@ def version(as_json: bool = False, bare: bool = False) -> int:
     except SelectionError as e:
         return fail(str(e), e.exit_code)
     try:
-        r = selection.resolve(sel)
+        r = selection.locate(sel)
     except SelectionError as e:
         if as_json:
             # Scripts debugging a selection need it most when it is not installed.
@@ -52,19 +55,20 @@ def version(as_json: bool = False, bare: bool = False) -> int:
     return 0
 
 
-def resolve_arg(version_arg: str | None) -> selection.Resolved:
+def selected_or_named(version_arg: str | None) -> selection.Resolved:
+    """The toolkit VERSION names on the command line, else the one selected here."""
     if version_arg is None:
         return selection.current()
     try:
         spec = parse_spec(version_arg.strip())
     except InvalidVersion as e:
         raise selection.InvalidSelection(str(e)) from None
-    return selection.resolve(Selection(spec, "the command line"))
+    return selection.locate(Selection(spec, "the command line"))
 
 
 def prefix(version_arg: str | None = None) -> int:
     try:
-        r = resolve_arg(version_arg)
+        r = selected_or_named(version_arg)
     except SelectionError as e:
         return fail(str(e), e.exit_code)
     print(r.root)

@@ -17,9 +17,9 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from . import consumers, jitcache
-from . import resolve as rs
+from . import resolver as rs
 from .data import load
-from .probe import Probe, probe as run_probe
+from .machine import Probe, probe as run_probe
 
 SCHEMA = "cudaenv.doctor/1"
 _RANK = {"ok": 0, "warn": 1, "error": 2}
@@ -96,7 +96,7 @@ class Doctor:
         self.answers = consumers.answers(p, env)
         ta = self.answers.get("torch")
         if ta and ta.live and ta.fields.get("cuda_home") and ta.fields["cuda_home"] != self.in_use:
-            from .probe import release_of
+            from .machine import release_of
 
             self.in_use, self.in_use_via = ta.fields["cuda_home"], "torch itself (_find_cuda_home)"
             self.in_use_release = release_of(self.in_use)
@@ -551,7 +551,7 @@ def _data_key(consumer: str) -> str:
 
 
 def doctor(probe: Probe | None = None, env=None, **probe_args) -> Report:
-    """Run every check; probe_args as for cudaenv.probe.probe() (python=, archs=, driver=, ...)."""
+    """Run every check; probe_args as for cudaenv.machine.probe() (python=, archs=, driver=, ...)."""
     env = os.environ if env is None else env
     if probe is None:
         probe = run_probe(env=env, **probe_args)
@@ -580,14 +580,3 @@ def render(report: Report) -> str:
     if report.fix:
         lines += ["", f"To fix: {report.fix}"]
     return "\n".join(lines) + "\n"
-
-
-class _CallableModule(__import__("types").ModuleType):
-    """`cudaenv.doctor(...)` is the API, but importing this submodule makes the package
-    attribute `cudaenv.doctor` this module; calling the module calls the function."""
-
-    def __call__(self, *args, **kwargs):
-        return doctor(*args, **kwargs)
-
-
-__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -1,4 +1,4 @@
-"""The environment a selection applies, and its renderings for shells and services.
+"""Activation: the variables a selected toolkit sets, and their renderings for shells and services.
 
 The same variables everywhere (shims, `exec`, `env`, the shell hook):
   CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT = the toolkit root

@@ -28,9 +28,9 @@ Examples:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing.")
 def rehash(as_json, quiet):
     """Rebuild the shims and the alias table they read."""
-    from .. import shims, store
+    from .. import rehash as rebuild, store
 
-    names = shims.rehash()
+    names = rebuild.rehash()
     if as_json:
         click.echo(json.dumps({"shims_dir": str(store.shims_dir()), "shims": names}, indent=2))
     elif not quiet:
@@ -81,11 +81,11 @@ def _path_only(name: str) -> str:
 
 def _rehash_if_stale() -> None:
     """A toolkit added or removed by hand is seen from the next shell on."""
-    from .. import aliases, shims
+    from .. import aliases, rehash as rebuild
 
     try:
         if aliases.is_stale():
-            shims.rehash()
+            rebuild.rehash()
     except OSError:
         pass  # a store this user cannot write: selection still reads the table as it is
 
@@ -193,7 +193,7 @@ def sh_shell(shell_name, unset, version):
         # Refuse a version that is not there now, rather than break every shim later.
         try:
             # The version came from `cudaenv shell VERSION`, not (yet) from CUDAENV_VERSION.
-            selection.resolve(Selection(parse_spec(version.strip(" \t")), "the command line"))
+            selection.locate(Selection(parse_spec(version.strip(" \t")), "the command line"))
         except SelectionError as e:
             _fail(str(e), e.exit_code)
     click.echo(code, nl=False)

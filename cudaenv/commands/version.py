@@ -1,0 +1,133 @@
+"""What is selected and where it lives: version, versions, root, prefix, which.
+
+version, root, prefix and which are answered by cudaenv.fastpath; these click
+commands are their --help and their path when the fast path does not apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from .. import fastpath, selection, store
+from ..selection import SelectionError
+from .common import exit_with
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv version            # 13.0.2 (set by /work/proj/.cuda-version)
+  cudaenv version --json     # for scripts
+  cudaenv version --bare     # 13.0
+""")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON object: the selection, its origin and whether it is installed.")
+@click.option("--bare", is_flag=True, help="Print only the selected version, as written.")
+def version(as_json, bare):
+    """Show the selected toolkit and what selected it."""
+    exit_with(fastpath.version(as_json, bare))
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv root
+  ls "$(cudaenv root)/versions"
+""")
+def root():
+    """Print the store root ($CUDAENV_ROOT or the user data dir)."""
+    exit_with(fastpath.root())
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv versions           # * marks the one selected here
+  cudaenv versions --bare    # release numbers only
+  cudaenv versions --json
+  cudaenv versions --executables   # every program the toolkits provide
+""")
+@click.option("--bare", is_flag=True, help="Only release numbers, one per line.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
+def versions(bare, as_json, executables):
+    """List managed and discovered toolkits, marking the current one."""
+    from .. import discover, rehash
+
+    if executables:
+        from .. import inventory
+
+        for name in sorted({n for tk in inventory.installed() for n in tk.programs()}):
+            click.echo(name)
+        return
+
+    managed = store.managed_toolkits()
+    static = discover.discover_static()
+    # Listing is a natural moment to refresh the alias table the shims read,
+    # but only for a store this user may write: a shared store's table is its
+    # owner's to rebuild, and a listing must work for everyone.
+    if store.can_write(store.root()):
+        try:
+            rehash.rehash(managed, static)
+        except store.StoreNotWritable:
+            pass
+    found = discover.discover(static=static)
+    try:
+        cur = selection.current()
+        cur_root = os.path.realpath(cur.root)
+    except SelectionError:
+        cur, cur_root = None, None
+    rows = []
+    for tk in managed + found:
+        is_current = cur_root is not None and os.path.realpath(tk.root) == cur_root
+        rows.append((tk, is_current))
+    if as_json:
+        click.echo(json.dumps([{**tk.to_json(), "current": c} for tk, c in rows], indent=2))
+        return
+    if bare:
+        for tk, _ in rows:
+            click.echo(tk.release)
+        return
+    if not rows:
+        click.echo("no toolkits found; install one with: cudaenv install 13.0", err=True)
+        return
+    width = max(len(tk.release) for tk, _ in rows)
+    for tk, c in rows:
+        mark = "*" if c else " "
+        where = "cudaenv" if tk.managed else f"{tk.origin}"
+        detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
+        if tk.nvcc_version:
+            from ..data import nvcc_releases
+
+            # A toolkit known only by a respun nvcc is one of several releases: name them all.
+            shipped = nvcc_releases(tk.nvcc_version) if tk.release.count(".") == 1 else None
+            detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
+        if tk.managed and tk.contents:
+            detail += f" ({tk.contents})"
+        if c:
+            detail += f" ({cur.selection.origin})"
+        click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
+    if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
+        click.echo(f"* system -> {cur.root} ({cur.origin})")
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv prefix              # the selected toolkit's root (its CUDA_HOME)
+  cudaenv prefix 12.8         # where 12.8 lives
+""")
+@click.argument("version", required=False)
+def prefix(version):
+    """Print a toolkit's root directory."""
+    exit_with(fastpath.prefix(version))
+
+
+@click.command(epilog="""\b
+Examples:
+  cudaenv which nvcc          # /home/me/.local/share/cudaenv/versions/13.0.2/bin/nvcc
+  cudaenv which ptxas
+""")
+@click.argument("command")
+def which(command):
+    """Print the real path of a toolkit command (never the shim)."""
+    exit_with(fastpath.which(command))
