@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import aliases, discover, store, storelinks
+from . import aliases, discover, shared_roots, store, storelinks
 from .shims import render_shim
 
 
@@ -99,9 +99,10 @@ def rehash(managed=None, found=None) -> list[str]:
     """
     managed = store.managed_toolkits() if managed is None else managed
     found = discover.discover_static() if found is None else found
+    shared = shared_roots.toolkit_groups()
     extra = extra_programs()
-    names = {n for n in executables(managed + found) if is_toolkit_program(n, extra)}
-    table = aliases.build(managed, found)
+    names = {n for n in executables(managed + found + [t for g in shared for t in g]) if is_toolkit_program(n, extra)}
+    table = aliases.build(managed, found, shared)
     try:
         aliases.write(table)
         _write_shims(names)

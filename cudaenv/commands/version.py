@@ -71,7 +71,9 @@ def versions(bare, as_json, executables):
             rehash.rehash(managed, static)
         except store.StoreNotWritable:
             pass
-    found = discover.discover(static=static)
+    from ..shared_roots import toolkits as shared_toolkits
+
+    found = shared_toolkits() + discover.discover(static=static)
     try:
         cur = selection.current()
         cur_root = os.path.realpath(cur.root)
@@ -94,8 +96,12 @@ def versions(bare, as_json, executables):
     width = max(len(tk.release) for tk, _ in rows)
     for tk, c in rows:
         mark = "*" if c else " "
-        where = "cudaenv" if tk.managed else f"{tk.origin}"
-        detail = f"{tk.root}" if tk.managed else f"{tk.root} (found at {where})"
+        if tk.managed:
+            detail = f"{tk.root}"
+        elif tk.origin.startswith("shared: "):  # another store's, e.g. "shared: /opt/cudaenv"
+            detail = f"{tk.root} ({tk.origin})"
+        else:
+            detail = f"{tk.root} (found at {tk.origin})"
         if tk.nvcc_version:
             from ..data import nvcc_releases
 
