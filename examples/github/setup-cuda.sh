@@ -66,7 +66,7 @@ install)
     summary=$(cudaenv install --keep-cache --quiet --json --source "$source" --profile "$profile" "$version")
     python3 - "$summary" <<'PY'
 import json, os, sys
-from cudaenv.environment import toolkit_env
+from cudaenv.activation import toolkit_env
 done = json.loads(sys.argv[1])
 env = toolkit_env(done["root"])
 with open(os.environ["GITHUB_ENV"], "a") as f:
