@@ -46,7 +46,7 @@ end
 
 function __cudaenv_valid_spec -a v
     test "$v" = system; and return 0
-    test (string length -- "$v") -le 14; or return 1
+    test (string length -- "$v") -le @MAX_SPEC_LEN@; or return 1
     # [0-9] is ASCII-only here: PCRE2 without UCP.
     string match -qr '^(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})){0,2}$' -- "$v"
 end

@@ -187,7 +187,7 @@ _cudaenv_scan_fd9() {
             fi
             if [ -z "$value" ]; then
                 :
-            elif [ ${#value} -gt 14 ] || ! _cudaenv_valid_spec "$value"; then
+            elif [ ${#value} -gt @MAX_SPEC_LEN@ ] || ! _cudaenv_valid_spec "$value"; then
                 _cudaenv_describe "$value"
                 _cudaenv_invalid "$1:$lineno: invalid version $_ce_shown"
                 err=$_ce_err
@@ -339,7 +339,7 @@ _cudaenv_select() {
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
         _ce_source=CUDAENV_VERSION
-        if [ ${#_ce_trimmed} -gt 14 ] || ! _cudaenv_valid_spec "$_ce_trimmed"; then
+        if [ ${#_ce_trimmed} -gt @MAX_SPEC_LEN@ ] || ! _cudaenv_valid_spec "$_ce_trimmed"; then
             _cudaenv_describe "$_ce_trimmed"
             _cudaenv_invalid "CUDAENV_VERSION: invalid version $_ce_shown"
             return 1
