@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 
 from . import store
-from .shims import render_select, template
+from .shims import fill, render_select, template
 from .versions import InvalidVersion, parse_spec
 
 SHELLS = ("bash", "zsh", "fish")
@@ -33,12 +33,6 @@ def _fish_quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _bounds(text: str) -> str:
-    """The version-file bounds of cudaenv/selection.py, filled into a hook template."""
-    from .selection import MAX_BYTES, MAX_LINE, MAX_LINES
-
-    text = text.replace("@MAX_BYTES@", str(MAX_BYTES)).replace("@MAX_LINES@", str(MAX_LINES))
-    return text.replace("@MAX_LINE@", str(MAX_LINE))
 
 
 def render_init(shell: str) -> str:
@@ -46,20 +40,17 @@ def render_init(shell: str) -> str:
     check_shell(shell)
     shims = str(store.shims_dir())
     if shell == "fish":
-        text = _bounds(template("hook.fish"))
+        text = fill(template("hook.fish"), _fish_quote)
         text = text.replace("@SHIMS@", _fish_quote(shims))
-        text = text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
-        from .versions import ALLOWED
-
-        return text.replace("@ALLOWED@", _fish_quote(ALLOWED))
+        return text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
     q = shlex.quote(shims)
     path_line = (
         f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
     )
-    lib = render_select() + _bounds(template("hook.sh")).replace("@SHELL@", shell)
+    lib = render_select() + fill(template("hook.sh"), shlex.quote).replace("@SHELL@", shell)
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
-        body = f"emulate sh -c {shlex.quote(lib)}\n" + _bounds(template("hook.zsh"))
+        body = f"emulate sh -c {shlex.quote(lib)}\n" + fill(template("hook.zsh"), shlex.quote)
     else:
         body = lib + template("hook.bash")
     return f"# cudaenv init for {shell}\n" + path_line + body

@@ -17,16 +17,27 @@ def template(name: str) -> str:
     return resources.files("cudaenv._shims").joinpath(name).read_text()
 
 
-def render_select() -> str:
-    """shims/select.sh with the facts it shares with Python filled in, so the
-    grammar's wording, the line limit and the default root have one source."""
+def shared_facts() -> dict[str, str]:
+    """The facts every shell template shares with Python, unquoted: the grammar's
+    wording and the spec length, and the version-file bounds. One source, so
+    select.sh, hook.sh and hook.fish cannot drift from selection.py and versions.py."""
     from .selection import MAX_BYTES, MAX_LINE, MAX_LINES
-    from .versions import ALLOWED
+    from .versions import ALLOWED, MAX_SPEC_LEN
 
-    text = template("select.sh")
-    text = text.replace("@ALLOWED@", shlex.quote(ALLOWED))
-    text = text.replace("@MAX_LINE@", str(MAX_LINE)).replace("@MAX_BYTES@", str(MAX_BYTES))
-    text = text.replace("@MAX_LINES@", str(MAX_LINES))
+    return {"@ALLOWED@": ALLOWED, "@MAX_SPEC_LEN@": str(MAX_SPEC_LEN), "@MAX_LINE@": str(MAX_LINE),
+            "@MAX_BYTES@": str(MAX_BYTES), "@MAX_LINES@": str(MAX_LINES)}
+
+
+def fill(text: str, quote) -> str:
+    """Replace every shared fact in `text`; strings are quoted with `quote` (sh or fish)."""
+    for token, value in shared_facts().items():
+        text = text.replace(token, value if value.isdigit() else quote(value))
+    return text
+
+
+def render_select() -> str:
+    """shims/select.sh with the facts it shares with Python filled in, and the default root."""
+    text = fill(template("select.sh"), shlex.quote)
     text = text.replace("@CR@", "'\r'")
     return text.replace("@DEFAULT_ROOT@", shlex.quote(str(store.root())))
 

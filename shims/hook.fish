@@ -46,7 +46,7 @@ end
 
 function __cudaenv_valid_spec -a v
     test "$v" = system; and return 0
-    test (string length -- "$v") -le 14; or return 1
+    test (string length -- "$v") -le @MAX_SPEC_LEN@; or return 1
     # [0-9] is ASCII-only here: PCRE2 without UCP.
     string match -qr '^(0|[1-9][0-9]{0,3})(\.(0|[1-9][0-9]{0,3})){0,2}$' -- "$v"
 end
@@ -292,7 +292,8 @@ function __cudaenv_resolve
         test -n "$added"; or set added $r
         for entry in $PATH
             set entry (string replace -r '(?<=.)/+$' '' -- "$entry")
-            if test -z "$entry"; or test "$entry" = "$r"; or test "$entry" = "$added"
+            # A relative entry is never a toolkit root (see select.sh).
+            if test -z "$entry"; or not string match -q '/*' -- "$entry"; or test "$entry" = "$r"; or test "$entry" = "$added"
                 continue
             end
             if test (string sub -l (math (string length -- "$r") + 1) -- "$entry") = "$r/"
@@ -307,6 +308,10 @@ function __cudaenv_resolve
                 return 0
             end
         end
+    end
+    # A toolkit copied into or deleted from versions/ by hand since the last rehash.
+    if test "$r/versions" -nt "$r/aliases"; and __cudaenv_scan_versions $r
+        return 0
     end
     __cudaenv_shared $r; or return 1
     set -l alias "$r/aliases/$__cudaenv_spec"
@@ -327,6 +332,28 @@ function __cudaenv_resolve
         set -g __cudaenv_err "version '$__cudaenv_spec' ($origin) is not installed; run: cudaenv install $__cudaenv_spec"
     end
     return 127
+end
+
+# The newest managed toolkit in $r/versions matching the spec (as _cudaenv_scan_versions in select.sh).
+function __cudaenv_scan_versions -a r
+    test "$__cudaenv_spec" = system; and return 1
+    set -l best
+    set -l bkey
+    for d in $r/versions/*
+        set -l rel (string replace -r '.*/' '' -- $d)
+        string match -qr '^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$' -- $rel; or continue
+        set -l parts (string split . -- $rel)
+        contains -- $__cudaenv_spec $rel "$parts[1].$parts[2]" $parts[1]; or continue
+        test -d "$d/bin"; or continue
+        set -l key (math "$parts[1] * 100000000 + $parts[2] * 10000 + $parts[3]")
+        if test -z "$bkey"; or test $key -gt $bkey
+            set best $d
+            set bkey $key
+        end
+    end
+    test -n "$best"; or return 1
+    set -g __cudaenv_toolkit $best
+    return 0
 end
 
 # CUDAENV_SHARED_ROOTS, as _cudaenv_shared in select.sh: checks each entry

@@ -187,7 +187,7 @@ _cudaenv_scan_fd9() {
             fi
             if [ -z "$value" ]; then
                 :
-            elif [ ${#value} -gt 14 ] || ! _cudaenv_valid_spec "$value"; then
+            elif [ ${#value} -gt @MAX_SPEC_LEN@ ] || ! _cudaenv_valid_spec "$value"; then
                 _cudaenv_describe "$value"
                 _cudaenv_invalid "$1:$lineno: invalid version $_ce_shown"
                 err=$_ce_err
@@ -339,7 +339,7 @@ _cudaenv_select() {
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
         _ce_source=CUDAENV_VERSION
-        if [ ${#_ce_trimmed} -gt 14 ] || ! _cudaenv_valid_spec "$_ce_trimmed"; then
+        if [ ${#_ce_trimmed} -gt @MAX_SPEC_LEN@ ] || ! _cudaenv_valid_spec "$_ce_trimmed"; then
             _cudaenv_describe "$_ce_trimmed"
             _cudaenv_invalid "CUDAENV_VERSION: invalid version $_ce_shown"
             return 1
@@ -385,8 +385,10 @@ _cudaenv_resolve() {
         set -f
         for entry in $_ce_list; do
             while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
+            # A relative entry names another directory in every cwd (a cloned
+            # repository's bin/ among them): never a toolkit root, as in discover.py.
             case $entry in
-                '' | "$_ce_r" | "$_ce_r"/* | "$added") continue ;;
+                '' | [!/]* | "$_ce_r" | "$_ce_r"/* | "$added") continue ;;
             esac
             # A toolkit's bin/, not a wrapper such as /usr/local/bin/nvcc:
             # its parent must hold the runtime headers (as discover.py checks).
@@ -401,6 +403,11 @@ _cudaenv_resolve() {
         done
         [ -n "$noglob" ] || set +f
         [ -n "$_ce_root" ] && return 0
+    fi
+    # A toolkit copied into or deleted from versions/ by hand since the last
+    # rehash: one `test -nt`, and only then a listing of versions/.
+    if [ "$_ce_r/versions" -nt "$_ce_r/aliases" ] && _cudaenv_scan_versions; then
+        return 0
     fi
     _cudaenv_shared || return 1
     if [ -n "$_ce_stale" ]; then
@@ -419,6 +426,37 @@ _cudaenv_resolve() {
         _ce_err="version '$_ce_spec' ($_ce_origin) is not installed; run: cudaenv install $_ce_spec"
     fi
     return 127
+}
+
+# The newest managed toolkit in versions/ that _ce_spec matches, into
+# _ce_root, ranked as cudaenv.aliases.build ranks them; status 1 when none
+# does. Only X.Y.Z directory names without leading zeros count, as in
+# store.managed_toolkits.
+_cudaenv_scan_versions() {
+    local d rel rest maj min pat bmaj=-1 bmin=-1 bpat=-1 best= noglob
+    [ "$_ce_spec" = system ] && return 1
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set +f
+    for d in "$_ce_r"/versions/*; do
+        rel=${d##*/}
+        case $rel in
+            *[!0-9.]* | .* | *. | *..* | 0[0-9]* | *.0[0-9]*) continue ;;
+        esac
+        maj=${rel%%.*}
+        rest=${rel#*.}
+        case $rest in "$rel" | *.*.*) continue ;; *.*) ;; *) continue ;; esac
+        min=${rest%%.*}
+        pat=${rest#*.}
+        case $_ce_spec in "$rel" | "$maj.$min" | "$maj") ;; *) continue ;; esac
+        [ -d "$d/bin" ] || continue
+        if [ "$maj" -gt "$bmaj" ] || { [ "$maj" -eq "$bmaj" ] && { [ "$min" -gt "$bmin" ] ||
+            { [ "$min" -eq "$bmin" ] && [ "$pat" -gt "$bpat" ]; }; }; }; then
+            best=$d bmaj=$maj bmin=$min bpat=$pat
+        fi
+    done
+    [ -z "$noglob" ] || set -f
+    [ -n "$best" ] || return 1
+    _ce_root=$best
 }
 
 # CUDAENV_SHARED_ROOTS: read-only stores whose toolkits the user's rehash

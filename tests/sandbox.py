@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,14 @@ class Sandbox:
         """The user's rehash; then what an admin does to the shared stores after it."""
         listed = {"CUDAENV_SHARED_ROOTS": self.env["CUDAENV_SHARED_ROOTS"]} if self.shared else {}
         self._rehash(self.root, listed)
+        if self.case.managed_after or self.case.managed_gone:
+            for rel in self.case.managed_after:
+                self.roots[str(managed(self.root, rel))] = f"managed:{rel}"
+            for rel in self.case.managed_gone:
+                shutil.rmtree(self.root / "versions" / rel)
+            # By hand, some time after the rehash: dash's `test -nt` compares whole seconds.
+            later = time.time() + 2
+            os.utime(self.root / "versions", (later, later))
         for name, releases in self.case.shared_after.items():
             self._add_shared(name, releases)
         for name, releases in self.case.shared_gone.items():

@@ -64,6 +64,9 @@ class Case:
     shared_roots: str | None = None
     shared_after: dict = field(default_factory=dict)
     shared_gone: dict = field(default_factory=dict)
+    # Managed toolkits copied into / deleted from versions/ by hand after the rehash.
+    managed_after: list = field(default_factory=list)
+    managed_gone: list = field(default_factory=list)
 
 
 V = ".cuda-version"
@@ -244,6 +247,16 @@ CASES = [
          shared_roots="::{a}//:", files={V: b"13\n"}),
     Case("shared-missing-store-offers-nothing", ("ok", "shared:a:13.0.2"), shared={"a": ["13.0.2"]},
          shared_roots="/nonexistent/cudaenv-store:{a}", files={V: b"13\n"}),
+    # A toolkit copied in or removed by hand, with no rehash since: every
+    # implementation sees versions/ as it is now (pyenv resolves at run time too).
+    Case("hand-added-after-rehash", ("ok", "managed:13.1.0"), managed=["13.0.2"], managed_after=["13.1.0"],
+         env={"CUDAENV_VERSION": "13"}),
+    Case("hand-removed-after-rehash", ("ok", "managed:13.0.2"), managed=["13.0.2", "13.1.0"],
+         managed_gone=["13.1.0"], env={"CUDAENV_VERSION": "13"}),
+    Case("hand-removed-minor-after-rehash", ("ok", "managed:13.0.0"), managed=["13.0.0", "13.0.2"],
+         managed_gone=["13.0.2"], files={V: b"13.0\n"}),
+    Case("hand-removed-only-one", ("missing", "12.8"), managed=["12.8.1", "13.0.2"], managed_gone=["12.8.1"],
+         files={V: b"12.8\n"}),
     Case("shared-added-after-rehash", ("ok", "shared:a:13.0.2"), managed=["12.8.1"],
          shared={"a": ["13.0.0"]}, shared_after={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
     Case("shared-removed-after-rehash", ("ok", "shared:a:13.0.0"), shared={"a": ["13.0.0", "13.0.2"]},

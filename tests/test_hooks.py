@@ -297,3 +297,24 @@ def test_hook_survives_set_e(shell, world):
     assert in128["CUDA_HOME"] == str(root / "versions" / "12.8.1")
     assert nonl["CUDA_HOME"] == str(root / "versions" / "13.0.2")
     assert shell128["CUDA_HOME"] == str(root / "versions" / "12.8.1")
+
+
+@pytest.mark.parametrize("ld", ["", "1"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_hook_exports_what_python_computes(shell, ld, world):
+    """Each hook exports exactly activation.toolkit_env's variables, as the sh shim does
+    (tests/test_shims.py): one reference for bash, zsh and fish alike."""
+    from cudaenv import activation
+
+    tmp, root, env, init = world
+    if ld:
+        env["CUDAENV_LD_LIBRARY_PATH"] = "1"
+        env["LD_LIBRARY_PATH"] = "/opt/users-own-lib"
+    body = f"cd {tmp}/p130\nprompt\nenv\necho ---\n"
+    p, _ = session(shell, world, body)
+    assert p.returncode == 0, p.stderr
+    got = dict(line.split("=", 1) for line in p.stdout.split("---")[0].splitlines() if "=" in line)
+    tk = root / "versions" / "13.0.2"
+    before = dict(env, PATH=f"{root / 'shims'}:{env['PATH']}")
+    expected = activation.toolkit_env(tk, before)
+    assert {k: got.get(k) for k in expected} == expected

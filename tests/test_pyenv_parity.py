@@ -414,3 +414,15 @@ def test_shim__command_exists_in_other_versions(store, tmp_path):
     p = subprocess.run(["cuobjdump", "--version"], env=env, capture_output=True, text=True)
     assert p.returncode == 127
     assert "The 'cuobjdump' command exists in these toolkits: 12.8.1" in p.stderr
+
+
+def test_shim__relative_PATH_entry_is_not_a_system_toolkit(tmp_path):
+    """The shim agrees with `prefix`: a relative PATH entry never makes the system toolkit."""
+    root = tmp_path / "root"
+    managed(root, "13.0.2")
+    make_toolkit(tmp_path / "work" / "cuda", "12.6.0")
+    env = base_env(root)
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env, check=True, capture_output=True)
+    env = dict(env, PATH=f"{root / 'shims'}:cuda/bin:/usr/bin:/bin", CUDAENV_VERSION="system")
+    p = subprocess.run(["nvcc", "x"], env=env, cwd=tmp_path / "work", capture_output=True, text=True)
+    assert "release=12.6.0" not in p.stdout

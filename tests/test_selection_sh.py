@@ -119,3 +119,18 @@ def test_hook(case, shell, tmp_path, monkeypatch):
         assert proc.stdout.strip() == "<unset>", ctx
     check(case, box, proc.returncode, proc.stdout, proc.stderr, shell)
     assert not (box.cwd / "pwned").exists()
+
+
+def test_every_template_token_is_rendered(tmp_path, monkeypatch):
+    """The shell code users run holds no @TOKEN@ left unfilled: every shared fact
+    (grammar wording, spec length, version-file bounds) comes from Python."""
+    import re
+
+    from cudaenv import shell, shims
+    from cudaenv.versions import MAX_SPEC_LEN
+
+    monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
+    texts = {"shim": shims.render_shim(), **{sh: shell.render_init(sh) for sh in shell.SHELLS}}
+    for who, text in texts.items():
+        assert not re.search(r"@[A-Z_]+@", text), (who, re.findall(r"@[A-Z_]+@", text))
+        assert str(MAX_SPEC_LEN) in text, who
