@@ -223,9 +223,9 @@ def _matches(path: Path, sha256: str, size: int | None) -> bool:
     try:
         if size is not None and path.stat().st_size != size:
             return False
+        return file_sha256(path) == sha256  # a size-less (PEP 503) entry is checked by its hash alone
     except OSError:
         return False
-    return file_sha256(path) == sha256
 
 
 def create(directory, specs, profile: str = "build", platforms=None, source: str = "redist",
