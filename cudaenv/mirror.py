@@ -20,6 +20,20 @@ cache, and accepts nothing whose size and sha256 differ from the manifest (and
 from the shipped pins where cudaenv has them). An archive already in DIR with
 the right hash is not fetched again, and a full release already mirrored is
 not even asked of the upstream server.
+
+`--source pypi` mirrors NVIDIA's wheels instead, as a PEP 503 simple index:
+
+    DIR/simple/index.html                  links to each project's page
+    DIR/simple/<project>/index.html        links to its wheels, each href ending in #sha256=<hash>
+    DIR/packages/<wheel>.whl               every wheel, under the name the index gives it
+    DIR/index.html, DIR/mirror.json        as above
+
+It holds, for each release, the `cuda-toolkit` meta-package wheel the PyPI
+source reads its pins from, and every component wheel of the pinned version
+for each chosen platform's architecture (all glibc levels of it, so any host
+of that architecture finds the wheel it would pick). Point CUDAENV_PYPI_URL at
+DIR/simple/ as served over http(s). Hashes come from the upstream index, and
+a DIR holds one source's layout only.
 """
 
 from __future__ import annotations
@@ -38,7 +52,9 @@ from .versions import InvalidVersion, Release, newest_match, parse_spec
 SCHEMA = "cudaenv.mirror/1"
 MIRROR_JSON = "mirror.json"
 INDEX_HTML = "index.html"
-SOURCES = ("redist",)
+SOURCES = ("redist", "pypi")
+WHEELS_DIR = "packages"  # one flat directory: a wheel's file name already carries its project
+SIMPLE_DIR = "simple"
 PROFILE_ORDER = ("minimal", "build", "full")  # each includes the ones before it
 
 
@@ -70,10 +86,11 @@ class VerifyReport:
 
 # -- mirror.json -------------------------------------------------------------------------------
 
-def read_state(directory: Path) -> dict:
+def read_state(directory: Path, source: str = "redist") -> dict:
+    """mirror.json of `directory`, or a new one for `source` when there is none."""
     path = directory / MIRROR_JSON
     if not path.exists():
-        return {"schema": SCHEMA, "source": "redist", "releases": {}}
+        return {"schema": SCHEMA, "source": source, "releases": {}}
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError) as e:
@@ -92,9 +109,31 @@ def _write_text(path: Path, text: str) -> None:
 def write_state(directory: Path, state: dict) -> None:
     state["releases"] = dict(sorted(state["releases"].items(), key=lambda kv: Release.parse(kv[0])))
     _write_text(directory / MIRROR_JSON, json.dumps(state, indent=2, sort_keys=True) + "\n")
-    names = [f"redistrib_{r}.json" for r in state["releases"]]
-    rows = "".join(f'<a href="{html.escape(n)}">{html.escape(n)}</a><br>\n' for n in names)
-    _write_text(directory / INDEX_HTML, f"<!DOCTYPE html>\n<html><body>\n{rows}</body></html>\n")
+    for rel_path, text in index_pages(state).items():
+        _write_text(directory / rel_path, text)
+
+
+def _html_links(links) -> str:
+    """An HTML page of (href, text) links, the form PEP 503 and a browser both read."""
+    rows = "".join(f'<a href="{html.escape(href)}">{html.escape(text)}</a><br>\n' for href, text in links)
+    return f"<!DOCTYPE html>\n<html><body>\n{rows}</body></html>\n"
+
+
+def index_pages(state: dict) -> dict[str, str]:
+    """relative path -> content of every index page the mirror serves, all derived from mirror.json."""
+    if state.get("source") != "pypi":
+        names = [f"redistrib_{r}.json" for r in state["releases"]]
+        return {INDEX_HTML: _html_links((n, n) for n in names)}
+    projects: dict[str, dict[str, str]] = {}
+    for entry in state["releases"].values():
+        for rel_path, wheel in entry.get("archives", {}).items():
+            projects.setdefault(wheel["component"], {})[rel_path.rsplit("/", 1)[-1]] = wheel["sha256"]
+    pages = {INDEX_HTML: _html_links([(f"{SIMPLE_DIR}/", f"{SIMPLE_DIR}/")]),
+             f"{SIMPLE_DIR}/{INDEX_HTML}": _html_links((f"{p}/", p) for p in sorted(projects))}
+    for project, wheels in projects.items():
+        links = ((f"../../{WHEELS_DIR}/{name}#sha256={sha}", name) for name, sha in sorted(wheels.items()))
+        pages[f"{SIMPLE_DIR}/{project}/{INDEX_HTML}"] = _html_links(links)
+    return pages
 
 
 # -- pins ----------------------------------------------------------------------------------------
@@ -184,17 +223,14 @@ def _matches(path: Path, sha256: str, size: int | None) -> bool:
     try:
         if size is not None and path.stat().st_size != size:
             return False
+        return file_sha256(path) == sha256  # a size-less (PEP 503) entry is checked by its hash alone
     except OSError:
         return False
-    return file_sha256(path) == sha256
 
 
 def create(directory, specs, profile: str = "build", platforms=None, source: str = "redist",
            upstream: str | None = None, progress=None) -> CreateReport:
     """Mirror `specs` (12.8, 13.0.2, ...) into `directory`; see the module docstring."""
-    from .download import Downloader
-    from .sources.redist import RedistSource, base_url
-
     if source not in SOURCES:
         raise MirrorError(f"invalid --source {source[:20]!r}: allowed are {', '.join(SOURCES)}")
     if profile not in PROFILE_ORDER:
@@ -205,15 +241,28 @@ def create(directory, specs, profile: str = "build", platforms=None, source: str
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise MirrorError(f"{directory}: not a directory")
-    upstream = upstream or base_url()
+    if source == "pypi":
+        from .sources.pypi import index_url
+
+        upstream = upstream or index_url()[0]
+    else:
+        from .sources.redist import base_url
+
+        upstream = upstream or base_url()
+    upstream = upstream if upstream.endswith("/") else upstream + "/"
     if Path(directory).resolve().as_uri().rstrip("/") == upstream.rstrip("/"):
         raise MirrorError(f"{directory}: is the upstream server itself; mirror into another directory")
     if directory.is_dir() and not (directory / MIRROR_JSON).exists() and any(directory.iterdir()):
         raise MirrorError(f"{directory}: not empty and not a cudaenv mirror (no {MIRROR_JSON}); use a new directory")
-    state = read_state(directory)
-    state["upstream"] = upstream
+    state = read_state(directory, source)
+    if state.get("source", "redist") != source:
+        # The two layouts would share DIR/index.html and mirror.json's release keys.
+        raise MirrorError(f"{directory}: holds a {state.get('source')!s:.20} mirror; "
+                          f"mirror --source {source} into another directory")
+    from .sources.pypi import redact
+
+    state["upstream"] = redact(upstream)  # mirror.json is served to everyone: no credentials in it
     report = CreateReport()
-    pin_set = _shipped_pins()
 
     # A full release already mirrored with this profile and these platforms needs nothing upstream.
     fully_given = all(_is_full_release(s) for s in specs)
@@ -223,7 +272,37 @@ def create(directory, specs, profile: str = "build", platforms=None, source: str
         report.upstream_requests_skipped = list(report.releases)
         report.archives = sum(len(state["releases"][r]["archives"]) for r in report.releases)
         return report
+    mirror_releases = _mirror_pypi if source == "pypi" else _mirror_redist
+    mirror_releases(directory, state, specs, profile, platforms, upstream, report, progress)
+    return report
 
+
+def _fetch_into(directory: Path, todo, downloader, report: CreateReport) -> None:
+    """Download (rel_path, Artifact) pairs through the verifying engine and place each in DIR."""
+    fetched = downloader.fetch_all([a for _, a in todo]) if todo else None
+    if fetched:
+        report.downloaded_bytes += fetched.downloaded_bytes
+        for (rel_path, _), item in zip(todo, fetched.items):
+            _place(item.path, directory / rel_path)
+    report.copied += len(todo)
+
+
+def _finish_release(directory: Path, state: dict, release: str, entry: dict, profile: str, platforms,
+                    report: CreateReport) -> None:
+    entry["profiles"] = sorted(set(entry["profiles"]) | {profile}, key=PROFILE_ORDER.index)
+    entry["platforms"] = sorted(set(entry["platforms"]) | set(platforms))
+    state["releases"][release] = entry
+    # Written after every release: an interrupted run keeps what it finished.
+    write_state(directory, state)
+    report.releases.append(release)
+
+
+def _mirror_redist(directory: Path, state: dict, specs, profile: str, platforms, upstream: str,
+                   report: CreateReport, progress) -> None:
+    from .download import Downloader
+    from .sources.redist import RedistSource
+
+    pin_set = _shipped_pins()
     sources = {p: RedistSource(url=upstream, platform=p) for p in platforms}
     first = sources[platforms[0]]
     releases = _resolve_releases(specs, first.releases())
@@ -253,22 +332,92 @@ def create(directory, specs, profile: str = "build", platforms=None, source: str
                                            "platform": platform, "pinned_by": "cudaenv pins" if pin else "manifest"}
             if not _matches(directory / rel_path, art.sha256, art.size):
                 todo.append((rel_path, art))
-        fetched = downloader.fetch_all([a for _, a in todo]) if todo else None
-        if fetched:
-            report.downloaded_bytes += fetched.downloaded_bytes
-            for (rel_path, _), item in zip(todo, fetched.items):
-                _place(item.path, directory / rel_path)
-        report.copied += len(todo)
+        _fetch_into(directory, todo, downloader, report)
         report.archives += len(artifacts)
         _write_text(directory / f"redistrib_{release}.json", json.dumps(manifest, indent=2) + "\n")
         entry["manifest_sha256"] = _canonical_sha256(manifest)
-        entry["profiles"] = sorted(set(entry["profiles"]) | {profile}, key=PROFILE_ORDER.index)
-        entry["platforms"] = sorted(set(entry["platforms"]) | set(platforms))
-        state["releases"][release] = entry
-        # Written after every release: an interrupted run keeps what it finished.
-        write_state(directory, state)
-        report.releases.append(release)
-    return report
+        _finish_release(directory, state, release, entry, profile, platforms, report)
+
+
+# -- the PyPI layout -----------------------------------------------------------------------------
+
+def _wheel_machine(platform: str) -> str:
+    """The wheels' architecture for a platform name: sbsa and Jetson both run the aarch64 wheels."""
+    return "x86_64" if platform == "linux-x86_64" else "aarch64"
+
+
+def _wheel_platform_tags(machine: str) -> set[str]:
+    """Every Linux platform tag of `machine`, whatever the glibc: the hosts the mirror serves are not this one."""
+    tags = {"any", f"linux_{machine}", f"manylinux1_{machine}", f"manylinux2010_{machine}",
+            f"manylinux2014_{machine}"}
+    return tags | {f"manylinux_2_{minor}_{machine}" for minor in range(100)}
+
+
+def _pypi_wanted(src, release: str, profile: str, platforms) -> dict:
+    """filename -> (Artifact, platforms it serves): the meta wheel plus, per architecture, every
+    wheel of each version the PyPI source pins (one per glibc level NVIDIA builds)."""
+    from .sources.pypi import META_PACKAGE
+
+    rel = Release.parse(release)
+    version, meta = src._meta_wheels()[rel]
+    wanted = {meta["filename"]: (src._artifact(META_PACKAGE, version, meta, ""), set(platforms))}
+    for machine in dict.fromkeys(_wheel_machine(p) for p in platforms):
+        served = {p for p in platforms if _wheel_machine(p) == machine}
+        # The source pins for this machine; here it pins for each architecture mirrored.
+        src._compatible_platforms = _wheel_platform_tags(machine)
+        for art in src.plan(rel, profile).artifacts:
+            for wheel_version, f in src._wheels(art.component):
+                if str(wheel_version) == art.version:
+                    found = wanted.setdefault(f["filename"], (src._artifact(art.component, wheel_version, f, art.subdir),
+                                                              set()))
+                    found[1].update(served)
+    return wanted
+
+
+def _mirror_pypi(directory: Path, state: dict, specs, profile: str, platforms, upstream: str,
+                 report: CreateReport, progress) -> None:
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    from .download import Downloader
+    from .sources.pypi import FIRST_WITH_NVCC, PypiSource
+
+    try:
+        src = PypiSource(upstream)
+    except SourceError as e:
+        raise MirrorError(str(e)) from None
+    releases = _resolve_releases(specs, src.releases())
+    old = [r for r in releases if Release.parse(r) < FIRST_WITH_NVCC]
+    if old:
+        raise MirrorError(f"CUDA {old[0]} cannot be mirrored from PyPI: its wheels carry no nvcc "
+                          "(13.0 and later can); use --source redist")
+    directory.mkdir(parents=True, exist_ok=True)
+    downloader = Downloader(progress=progress)
+    for release in releases:
+        entry = state["releases"].get(release)
+        if _covered(entry, profile, platforms):
+            report.releases.append(release)
+            report.archives += len(entry["archives"])
+            continue
+        entry = entry or {"source": "pypi", "profiles": [], "platforms": [], "archives": {}}
+        todo = []
+        for filename, (art, served) in _pypi_wanted(src, release, profile, platforms).items():
+            try:
+                parse_wheel_filename(filename)  # also keeps '/' and '..' out of the path below
+            except (InvalidWheelFilename, ValueError):
+                raise MirrorError(f"the index lists {filename[:80]!r}, which is not a wheel file name") from None
+            rel_path = f"{WHEELS_DIR}/{filename}"
+            known = entry["archives"].get(rel_path, {})
+            entry["archives"][rel_path] = {"sha256": art.sha256, "size": art.size, "component": art.component,
+                                           "version": art.version, "pinned_by": "index",
+                                           "platforms": sorted(served | set(known.get("platforms", [])))}
+            if not _matches(directory / rel_path, art.sha256, art.size):
+                todo.append((rel_path, art))
+        _fetch_into(directory, todo, downloader, report)
+        for rel_path, wheel in entry["archives"].items():
+            if wheel["size"] is None:  # an HTML upstream gives no sizes; the placed file is verified
+                wheel["size"] = (directory / rel_path).stat().st_size
+        report.archives += len(entry["archives"])
+        _finish_release(directory, state, release, entry, profile, platforms, report)
 
 
 def _is_full_release(text: str) -> bool:
@@ -299,45 +448,50 @@ def _manifest_archives(manifest: dict) -> dict[str, str]:
 
 
 def verify(directory) -> VerifyReport:
-    """Re-hash every file mirror.json lists, against mirror.json, the manifest and the shipped pins."""
+    """Re-hash every file mirror.json lists, against mirror.json, the manifest and the shipped pins
+    (a PyPI mirror: against the hashes the index gave, and its pages against mirror.json)."""
     directory = Path(directory)
     if not (directory / MIRROR_JSON).is_file():
         raise MirrorError(f"{directory}: no {MIRROR_JSON} here; create the mirror with: cudaenv mirror create")
     state = read_state(directory)
-    pin_set = _shipped_pins()
+    pypi = state.get("source") == "pypi"
+    pin_set = None if pypi else _shipped_pins()
     report = VerifyReport()
-    expected = {MIRROR_JSON, INDEX_HTML}
+    expected = {MIRROR_JSON}
     for release, entry in state["releases"].items():
         try:
             Release.parse(release)
         except InvalidVersion:
             report.corrupt.append(f"{MIRROR_JSON}: invalid release {release[:20]!r}")
             continue
-        name = f"redistrib_{release}.json"
-        expected.add(name)
-        report.checked += 1
-        try:
-            manifest = json.loads((directory / name).read_text())
-        except FileNotFoundError:
-            report.missing.append(name)
-            manifest = None
-        except (OSError, ValueError):
-            report.corrupt.append(f"{name}: not valid JSON")
-            manifest = None
-        if manifest is not None:
-            digest = _canonical_sha256(manifest)
-            pinned = pin_set.manifests.get(release) if pin_set else None
-            if digest != entry.get("manifest_sha256"):
-                report.corrupt.append(f"{name}: content differs from what was mirrored")
-            elif pinned and digest != pinned:
-                report.corrupt.append(f"{name}: content differs from cudaenv's pins for {release}")
-        listed = _manifest_archives(manifest) if isinstance(manifest, dict) else {}
+        listed = {} if pypi else _verify_manifest(directory, release, entry, pin_set, expected, report)
         for rel_path, want in entry.get("archives", {}).items():
+            if rel_path in expected:
+                continue  # a wheel two releases share is hashed once
             expected.add(rel_path)
             report.checked += 1
-            why = _check_archive(directory, rel_path, want, listed, pin_set, report)
+            if pypi and not _is_wheel_path(rel_path, want):
+                report.corrupt.append(f"{MIRROR_JSON}: {rel_path[:80]!r} is not a wheel of this layout")
+                continue
+            pin = _pin_for(pin_set, rel_path)
+            if not pin and not pypi and (directory / rel_path).is_file():
+                report.unpinned.append(rel_path)  # wheels have no shipped pins: their index is the trust root
+            why = _check_archive(directory, rel_path, want, listed, pin, report)
             if why:
                 report.corrupt.append(f"{rel_path}: {why}")
+    # Pages derived from a mirror.json that does not hold together are not read (they could name anything).
+    compare = not report.corrupt
+    for rel_path, text in index_pages(state).items():
+        expected.add(rel_path)
+        if compare:
+            report.checked += 1
+            try:
+                if (directory / rel_path).read_text() != text:
+                    report.corrupt.append(f"{rel_path}: differs from what {MIRROR_JSON} lists")
+            except FileNotFoundError:
+                report.missing.append(rel_path)
+            except (OSError, UnicodeDecodeError):
+                report.corrupt.append(f"{rel_path}: unreadable")
     for path in sorted(directory.rglob("*")):
         if path.is_file() or path.is_symlink():
             rel = path.relative_to(directory).as_posix()
@@ -346,7 +500,39 @@ def verify(directory) -> VerifyReport:
     return report
 
 
-def _check_archive(directory: Path, rel_path: str, want: dict, listed: dict, pin_set, report) -> str | None:
+def _is_wheel_path(rel_path: str, want: dict) -> bool:
+    """packages/<wheel file name>, of a canonical project name: nothing mirror.json says leaves DIR."""
+    import re
+
+    name = rel_path.removeprefix(f"{WHEELS_DIR}/")
+    return (rel_path.startswith(f"{WHEELS_DIR}/") and "/" not in name and name.endswith(".whl")
+            and not name.startswith(".") and isinstance(want.get("component"), str)
+            and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", want["component"]) is not None)
+
+
+def _verify_manifest(directory: Path, release: str, entry: dict, pin_set, expected: set, report) -> dict:
+    """Check redistrib_<release>.json; returns the archives it lists (relative_path -> sha256)."""
+    name = f"redistrib_{release}.json"
+    expected.add(name)
+    report.checked += 1
+    try:
+        manifest = json.loads((directory / name).read_text())
+    except FileNotFoundError:
+        report.missing.append(name)
+        return {}
+    except (OSError, ValueError):
+        report.corrupt.append(f"{name}: not valid JSON")
+        return {}
+    digest = _canonical_sha256(manifest)
+    pinned = pin_set.manifests.get(release) if pin_set else None
+    if digest != entry.get("manifest_sha256"):
+        report.corrupt.append(f"{name}: content differs from what was mirrored")
+    elif pinned and digest != pinned:
+        report.corrupt.append(f"{name}: content differs from cudaenv's pins for {release}")
+    return _manifest_archives(manifest) if isinstance(manifest, dict) else {}
+
+
+def _check_archive(directory: Path, rel_path: str, want: dict, listed: dict, pin, report) -> str | None:
     from .download import file_sha256
 
     path = directory / rel_path
@@ -355,10 +541,7 @@ def _check_archive(directory: Path, rel_path: str, want: dict, listed: dict, pin
         return None
     if listed and listed.get(rel_path) != want.get("sha256"):
         return "the manifest and mirror.json disagree on its sha256"
-    pin = _pin_for(pin_set, rel_path)
     sha, size = (pin[0], pin[1]) if pin else (want.get("sha256"), want.get("size"))
-    if not pin:
-        report.unpinned.append(rel_path)
     actual_size = path.stat().st_size
     if size is not None and actual_size != size:
         return f"size {actual_size}, expected {size}"

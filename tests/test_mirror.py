@@ -223,3 +223,172 @@ def test_refuses_a_directory_that_is_not_a_mirror(tmp_path, upstream):
     assert sorted(os.listdir(home)) == ["notes.txt"]
     r = cli(tmp_path, "a", "mirror", "verify", str(home), url=upstream.url)
     assert r.returncode == 1 and "no mirror.json" in r.stderr
+
+
+# -- the PyPI layout: a PEP 503 simple index of the wheels ----------------------------------------
+
+from test_pypi import COMPONENTS, MACHINE, OTHER_MACHINE, Index, platform_tag, populate  # noqa: E402
+
+
+@pytest.fixture
+def wheel_index(tmp_path):
+    """The loopback PEP 691/503 index of tests/test_pypi.py: cuda-toolkit 13.0.2, its wheels and decoys."""
+    files = tmp_path / "upstream-files"
+    files.mkdir()
+    index = Index(files)
+    populate(index, files)
+    yield index
+    index.close()
+
+
+def pypi_cli(tmp: Path, name: str, *args, url: str, **extra):
+    """The real CLI with its own store (tmp/name) whose PyPI index is `url`."""
+    env = base_env(tmp / name / "root", CUDAENV_PYPI_URL=url, CUDAENV_RETRY_BACKOFF="0.01", **extra)
+    return subprocess.run([sys.executable, "-m", "cudaenv", *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def expected_wheels() -> set[str]:
+    """What the PyPI source pins for 13.0.2 --profile build on each architecture, plus the meta wheel."""
+    names = {"cuda_toolkit-13.0.2-py2.py3-none-any.whl"}
+    for machine in (MACHINE, OTHER_MACHINE):
+        for project, version, _extra, _files in COMPONENTS:
+            if project == "nvidia-cuda-runtime" and machine == MACHINE:
+                version = "13.0.96.1"  # the post-release inside the pin, published for this machine only
+            names.add(f"{project.replace('-', '_')}-{version}-{platform_tag(machine)}.whl")
+    return names
+
+
+def wheel_hits(index: Index) -> list[str]:
+    return [path for path, _accept in index.requests if path.endswith(".whl")]
+
+
+def test_pypi_mirror_serves_installs_offline_and_refuses_corruption(tmp_path, wheel_index):
+    mirror = tmp_path / "wheels"
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0", "--source", "pypi",
+                 "--platform", BOTH, url=wheel_index.url)
+    assert r.returncode == 0, r.stderr
+    assert "mirrored 13.0.2: 15 wheels, 15 new" in r.stdout, r.stdout
+    state = json.loads((mirror / "mirror.json").read_text())
+    assert state["source"] == "pypi" and state["upstream"] == wheel_index.url
+    entry = state["releases"]["13.0.2"]
+    assert entry["source"] == "pypi" and entry["profiles"] == ["build"]
+    assert entry["platforms"] == ["linux-sbsa", "linux-x86_64"]
+    assert {p.removeprefix("packages/") for p in entry["archives"]} == expected_wheels()
+    assert sorted(os.listdir(mirror / "packages")) == sorted(expected_wheels())  # no decoy, no Windows wheel
+    for rel_path, wheel in entry["archives"].items():
+        assert (mirror / rel_path).read_bytes() == (wheel_index.root / rel_path.removeprefix("packages/")).read_bytes()
+        assert wheel["size"] == (mirror / rel_path).stat().st_size
+    # PEP 503: a root page naming every project, and per project its wheels with #sha256=.
+    root_page = (mirror / "simple" / "index.html").read_text()
+    assert 'href="cuda-toolkit/"' in root_page and 'href="nvidia-cuda-nvcc/"' in root_page
+    nvcc_page = (mirror / "simple" / "nvidia-cuda-nvcc" / "index.html").read_text()
+    for rel_path, wheel in entry["archives"].items():
+        if wheel["component"] == "nvidia-cuda-nvcc":
+            assert f'href="../../{rel_path}#sha256={wheel["sha256"]}"' in nvcc_page
+
+    # Incremental: a full release already mirrored asks nothing of the upstream index;
+    # MAJOR.MINOR reads the cuda-toolkit listing only.
+    wheel_index.requests.clear()
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0.2", "--source", "pypi",
+                 "--platform", BOTH, url=wheel_index.url)
+    assert r.returncode == 0 and "nothing fetched" in r.stdout, r.stdout
+    assert wheel_index.requests == []
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0", "--source", "pypi",
+                 "--platform", BOTH, url=wheel_index.url)
+    assert r.returncode == 0 and "0 new" in r.stdout, r.stdout
+    assert [path for path, _accept in wheel_index.requests] == ["/simple/cuda-toolkit/"]
+
+    wheel_index.close()  # from here on the upstream index is unreachable
+    served = StaticServer(mirror)
+    try:
+        index_url = served.url + "simple/"
+        r = pypi_cli(tmp_path, "user1", "install", "13.0", "--source", "pypi", "-q", url=index_url)
+        assert r.returncode == 0, r.stderr
+        nvcc = tmp_path / "user1" / "root" / "versions" / "13.0.2" / "bin" / "nvcc"
+        assert "release 13.0, V13.0.88" in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        assert subprocess.run([nvcc], capture_output=True, text=True).stdout.strip() == f"nvcc-{MACHINE}"
+
+        r = pypi_cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=index_url)
+        assert r.returncode == 0 and r.stdout.splitlines()[-1].endswith(", intact"), r.stdout
+        assert "not in cudaenv's pins" not in r.stdout
+
+        # Corrupt the runtime wheel this machine installs, same size: the install refuses it.
+        victim = f"packages/nvidia_cuda_runtime-13.0.96.1-{platform_tag(MACHINE)}.whl"
+        data = bytearray((mirror / victim).read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (mirror / victim).write_bytes(bytes(data))
+        r = pypi_cli(tmp_path, "user2", "install", "13.0", "--source", "pypi", "-q", url=index_url)
+        assert r.returncode != 0
+        assert "sha256 mismatch" in r.stderr and victim.removeprefix("packages/") in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr
+        assert not (tmp_path / "user2" / "root" / "versions" / "13.0.2").exists()
+    finally:
+        served.stop()
+
+    gone = f"packages/nvidia_cublas-13.1.0.3-{platform_tag(OTHER_MACHINE)}.whl"
+    (mirror / gone).unlink()
+    (mirror / "packages" / "stray-1.0-py3-none-any.whl").write_bytes(b"not ours")
+    r = pypi_cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=served.url)
+    assert r.returncode == 2, r.stdout
+    lines = r.stdout.splitlines()
+    assert any(line.startswith(f"corrupt: {victim}: sha256") for line in lines), lines
+    assert f"missing: {gone}" in lines
+    assert "extra:   packages/stray-1.0-py3-none-any.whl" in lines
+    assert lines[-1].endswith("NOT intact")
+
+
+def test_pypi_mirror_pages_are_verified(tmp_path, wheel_index):
+    mirror = tmp_path / "wheels"
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0.2", "--source", "pypi",
+                 "--profile", "minimal", url=wheel_index.url)
+    assert r.returncode == 0, r.stderr
+    # A page pointing pip or cudaenv at another hash is caught even though every wheel is intact.
+    page = mirror / "simple" / "nvidia-cuda-nvcc" / "index.html"
+    page.write_text(page.read_text().replace("#sha256=", "#sha256=0"))
+    (mirror / "simple" / "index.html").unlink()
+    r = pypi_cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=wheel_index.url)
+    assert r.returncode == 2, r.stdout
+    assert "corrupt: simple/nvidia-cuda-nvcc/index.html: differs from what mirror.json lists" in r.stdout
+    assert "missing: simple/index.html" in r.stdout
+
+
+def test_pypi_mirror_from_an_html_only_index(tmp_path):
+    # An index that speaks only PEP 503 gives no sizes: the mirror records those of the verified files.
+    files = tmp_path / "upstream-files"
+    files.mkdir()
+    index = Index(files, html_only=True)
+    populate(index, files)
+    try:
+        mirror = tmp_path / "wheels"
+        r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0", "--source", "pypi",
+                     "--profile", "minimal", url=index.url)
+        assert r.returncode == 0, r.stderr
+        archives = json.loads((mirror / "mirror.json").read_text())["releases"]["13.0.2"]["archives"]
+        assert all(a["size"] == (mirror / p).stat().st_size for p, a in archives.items())
+        assert pypi_cli(tmp_path, "admin", "mirror", "verify", str(mirror), url=index.url).returncode == 0
+    finally:
+        index.close()
+
+
+@pytest.mark.parametrize("args, message", [
+    (("12.8",), "CUDA 12.8.1 cannot be mirrored from PyPI"),
+    (("13.9",), "no release matching 13.9"),
+    (("13.0", "--from", "file:///srv/pypi/simple/"), "is not http(s)"),
+])
+def test_pypi_bad_input_is_one_line(tmp_path, wheel_index, args, message):
+    r = pypi_cli(tmp_path, "a", "mirror", "create", str(tmp_path / "wheels"), "--source", "pypi", *args,
+                 url=wheel_index.url)
+    assert r.returncode == 1, r.stdout
+    assert r.stderr.startswith("cudaenv: ") and message in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    assert not (tmp_path / "wheels" / "mirror.json").exists()
+    assert wheel_hits(wheel_index) == []
+
+
+def test_one_layout_per_directory(tmp_path, upstream, wheel_index):
+    mirror = tmp_path / "mirror"
+    assert cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", url=upstream.url).returncode == 0
+    before = (mirror / "mirror.json").read_text()
+    r = pypi_cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", "--source", "pypi", url=wheel_index.url)
+    assert r.returncode == 1 and "holds a redist mirror; mirror --source pypi into another directory" in r.stderr
+    assert (mirror / "mirror.json").read_text() == before and not (mirror / "simple").exists()
