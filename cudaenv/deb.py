@@ -26,6 +26,8 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from .errors import SourceFailureError
+
 READERS = ("dpkg", "python")
 AR_MAGIC = b"!<arch>\n"
 AR_HEADER_LEN = 60
@@ -34,7 +36,7 @@ _TARFILE_MODES = {"": "r|", ".gz": "r|gz", ".xz": "r|xz", ".bz2": "r|bz2"}
 CHUNK = 1 << 20
 
 
-class DebError(Exception):
+class DebError(SourceFailureError):
     """A .deb that cannot be read; the message is one line and names the file."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import discover
+from .errors import InputError
 
 SMI_QUERY = "--query-gpu=index,name,compute_cap,driver_version"
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -45,7 +46,7 @@ _CC_RE = re.compile(r"(\d+)\.(\d+)\Z")
 _DRIVER_RE = re.compile(r"\d+\.\d+(?:\.\d+)?\Z")
 
 
-class ProbeInputError(ValueError):
+class ProbeInputError(InputError, ValueError):
     """A planning override that is not well formed; the message is one line."""
 
 

@@ -26,13 +26,14 @@ import os
 import sys
 from pathlib import Path
 
+from .errors import AccessError, CudaenvError
 from .versions import InvalidVersion, Release
 
 RECEIPT_NAME = ".cudaenv-receipt.json"
 APP = "cudaenv"
 
 
-class StoreError(Exception):
+class StoreError(CudaenvError):
     """A problem with the store or a store setting, told in one line (`cudaenv: ...`).
 
     The CLI's entry point prints it without a traceback; exit_code is the status.
@@ -41,7 +42,7 @@ class StoreError(Exception):
     exit_code = 1
 
 
-class StoreNotWritable(StoreError):
+class StoreNotWritable(StoreError, AccessError):
     """This user may not write the store (shared, or mounted read-only)."""
 
 
