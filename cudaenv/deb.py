@@ -26,6 +26,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import settings
 from .errors import SourceFailureError
 
 READERS = ("dpkg", "python")
@@ -42,7 +43,7 @@ class DebError(SourceFailureError):
 
 def reader() -> str:
     """The reader to use: CUDAENV_DEB_READER, else dpkg when dpkg-deb exists, else python."""
-    forced = os.environ.get("CUDAENV_DEB_READER", "")
+    forced = settings.value("CUDAENV_DEB_READER") or ""
     if forced:
         if forced not in READERS:
             raise DebError(f"CUDAENV_DEB_READER={forced!r}: allowed are {', '.join(READERS)}")

@@ -29,13 +29,11 @@ EX_INTERRUPTED = 130  # 128 + SIGINT
 # status -> (name, what it means); the one place exit statuses are documented.
 EXIT_CODES: dict[int, tuple[str, str]] = {
     EX_OK: ("ok", "success (also: already installed, nothing to do)"),
-    EX_BAD_INPUT: ("bad input", "an invalid version, value, version file or option value; "
-                                "a store or file this user may not write; not confirmed"),
-    EX_SOURCE: ("source failure", "a source, network, verification, disk-space or smoke-test failure"),
-    EX_USAGE: ("usage", "resolve and doctor only: bad input (their 1 and 2 are the report's warnings "
-                        "and errors)"),
-    EX_SOFTWARE: ("internal error", "a bug in cudaenv (set CUDAENV_DEBUG=1 for the traceback)"),
-    EX_NOT_INSTALLED: ("not installed", "the selected or named toolkit, or a command in it, is not installed"),
+    EX_BAD_INPUT: ("bad input", "an invalid version, value or file, or a write refused"),
+    EX_SOURCE: ("source failure", "a source, network, verification, disk or smoke-test failure"),
+    EX_USAGE: ("usage", "bad input to resolve or doctor (1 and 2 are their findings)"),
+    EX_SOFTWARE: ("internal error", "a bug in cudaenv (CUDAENV_DEBUG=1 shows the traceback)"),
+    EX_NOT_INSTALLED: ("not installed", "the selected or named toolkit, or its command, is not installed"),
     EX_INTERRUPTED: ("interrupted", "Ctrl-C or SIGTERM; nothing was left half-installed"),
 }
 
@@ -97,6 +95,20 @@ class AccessError(CudaenvError):
     """This user may not write where cudaenv must write (a shared or read-only store)."""
 
     exit_code = EX_BAD_INPUT
+
+
+class InternalError(CudaenvError):
+    """A bug in cudaenv itself, such as a command module that fails to import.
+
+    Users get one line; in development (show_traceback) the entry point prints the traceback too.
+    """
+
+    exit_code = EX_SOFTWARE
+
+    def __init__(self, message: str, *, show_traceback: bool = False):
+        super().__init__(message, hint="this is a bug in cudaenv; set CUDAENV_DEBUG=1 for the traceback "
+                                       "and report it")
+        self.show_traceback = show_traceback
 
 
 def report(error: CudaenvError, stream=None) -> int:

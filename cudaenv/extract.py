@@ -41,6 +41,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from . import settings
 from .errors import SourceFailureError
 
 CHUNK = 1 << 20
@@ -164,7 +165,7 @@ def _dir_mode(mode: int) -> int:
 
 
 def max_expansion() -> int:
-    text = os.environ.get("CUDAENV_MAX_EXPANSION", "")
+    text = settings.value("CUDAENV_MAX_EXPANSION") or ""
     if not text:
         return MAX_EXPANSION
     if not (text.isascii() and text.isdigit() and 0 < int(text) < 1 << 40):

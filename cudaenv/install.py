@@ -38,8 +38,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import components, extract, store
-from .errors import EX_BAD_INPUT, EX_NOT_INSTALLED, EX_OK, EX_SOURCE, CudaenvError, InputError, NotInstalledError, SourceFailureError
+from . import components, extract, settings, store
+from .errors import (EX_BAD_INPUT, EX_NOT_INSTALLED, EX_OK, EX_SOURCE, CudaenvError, InputError, NotInstalledError,
+                     SourceFailureError)
 from .progress import Progress, human_bytes, quiet
 from .sources import registry
 from .sources.base import Plan, SourceError, SourceUnavailable, UnknownComponent, UnknownRelease
@@ -248,7 +249,7 @@ def staging_tree(release: Release):
 
 def _reserve() -> int:
     try:
-        return int(os.environ.get("CUDAENV_DISK_RESERVE", "0"))
+        return int(settings.get("CUDAENV_DISK_RESERVE"))
     except ValueError:
         raise BadInput("CUDAENV_DISK_RESERVE: expected a number of bytes") from None
 

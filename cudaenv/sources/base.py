@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from ..errors import InputError, SourceFailureError
+from ..errors import SourceFailureError
 
 
 class SourceError(SourceFailureError):
