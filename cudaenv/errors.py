@@ -23,16 +23,18 @@ EX_BAD_INPUT = 1
 EX_SOURCE = 2
 EX_USAGE = 64  # sysexits.h; resolve and doctor, whose 1 and 2 are the report's warnings and errors
 EX_SOFTWARE = 70  # sysexits.h: a bug in cudaenv itself
+EX_CANNOT_EXECUTE = 126  # as a shell: the command exists but may not be run
 EX_NOT_INSTALLED = 127  # what a shell says of a command it cannot find, and the shims say too
 EX_INTERRUPTED = 130  # 128 + SIGINT
 
 # status -> (name, what it means); the one place exit statuses are documented.
 EXIT_CODES: dict[int, tuple[str, str]] = {
-    EX_OK: ("ok", "success (also: already installed, nothing to do)"),
+    EX_OK: ("ok", "success"),
     EX_BAD_INPUT: ("bad input", "an invalid version, value or file, or a write refused"),
     EX_SOURCE: ("source failure", "a source, network, verification, disk or smoke-test failure"),
     EX_USAGE: ("usage", "bad input to resolve or doctor (1 and 2 are their findings)"),
     EX_SOFTWARE: ("internal error", "a bug in cudaenv (CUDAENV_DEBUG=1 shows the traceback)"),
+    EX_CANNOT_EXECUTE: ("cannot execute", "exec only: the command is not executable (permission denied)"),
     EX_NOT_INSTALLED: ("not installed", "the selected or named toolkit, or its command, is not installed"),
     EX_INTERRUPTED: ("interrupted", "Ctrl-C or SIGTERM; nothing was left half-installed"),
 }
@@ -42,14 +44,15 @@ COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "version": (0, 1, 127),
     "root": (0, 1),
     "versions": (0, 1),
-    "local": (0, 1, 2),
-    "global": (0, 1, 2),
+    "local": (0, 1, 2, 127),
+    "global": (0, 1, 2, 127),
     "shell": (0, 1),
     "prefix": (0, 1, 127),
     "which": (0, 1, 127),
-    "exec": (0, 1, 127),
+    "exec": (1, 126, 127),
     "env": (0, 1, 127),
     "cache": (0, 1),
+    "mirror": (0, 1, 2),
     "modulefiles": (0, 1),
     "export": (0, 1),
     "rehash": (0, 1),
@@ -57,6 +60,9 @@ COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "completions": (0, 1),
     "commands": (0,),
 }
+
+# A sentence before the list, for a command whose statuses are not all cudaenv's own.
+COMMAND_EXIT_NOTES = {"exec": "The command's own status once it runs; before that:"}
 
 
 class CudaenvError(Exception):
@@ -126,7 +132,8 @@ def exit_codes_help(command: str) -> str | None:
     if not codes:
         return None
     rows = [f"  {code:<3}  {EXIT_CODES[code][1]}" for code in codes]
-    return "\b\nExit codes:\n" + "\n".join(rows)
+    note = COMMAND_EXIT_NOTES.get(command)
+    return "\b\nExit codes:\n" + (f"  {note}\n" if note else "") + "\n".join(rows)
 
 
 def exit_codes_markdown() -> str:

@@ -43,7 +43,7 @@ _TABLE = (
     Setting("CUDAENV_LD_LIBRARY_PATH", "", "`1`: the hook and `cudaenv exec` also put the toolkit's lib64 "
             "on LD_LIBRARY_PATH.", "activation, hooks"),
     Setting("CUDAENV_DEBUG", "", "`1`: an internal error prints its traceback (the default in a git "
-            "checkout); `0`: never.", "__main__, cli"),
+            "checkout); `0`: never.", "cli"),
     # -- installing
     Setting("CUDAENV_REDIST_URL", "https://developer.download.nvidia.com/compute/cuda/redist/",
             "The redist server or mirror (http://, https:// or file://).", "sources.redist, mirror"),
