@@ -6,7 +6,9 @@ option such as --help, goes through the click CLI.
 
 Whatever a command meets on the way (a store it may not write, a deleted
 working directory, a setting that is not a path), the user gets one line
-and an exit status, never a traceback.
+and an exit status (cudaenv/errors.py), never a traceback. A bug in cudaenv
+itself (a command module that fails to import) is an internal error, 70,
+with the traceback in development (CUDAENV_DEBUG=1, or a git checkout).
 """
 
 from __future__ import annotations
@@ -26,14 +28,20 @@ def _dispatch() -> None:
 
 
 def run() -> None:
-    from .selection import SelectionError
-    from .store import StoreError
+    # The one handler: the fast path and every click command raise a
+    # CudaenvError, and it is printed here as `cudaenv: <message>` (+ hint).
+    from .errors import CudaenvError, InternalError, report
 
     try:
         _dispatch()
-    except (StoreError, SelectionError) as e:
-        print(f"cudaenv: {e}", file=sys.stderr)
-        sys.exit(e.exit_code)
+    except InternalError as e:
+        if e.show_traceback:
+            import traceback
+
+            traceback.print_exception(e.__cause__ or e)
+        sys.exit(report(e))
+    except CudaenvError as e:
+        sys.exit(report(e))
     except OSError as e:
         # The last resort for the environment failing under a command: the
         # file and the system's reason, which is what there is to say.

@@ -16,6 +16,8 @@ import os
 import shlex
 from pathlib import Path
 
+from . import settings
+
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # systemd's own default PATH for services (systemd.exec(5), "Environment variables
 # in spawned processes"): a unit gets the toolkit's bin in front of this, not the
@@ -40,16 +42,16 @@ def toolkit_env(root: Path, env=None) -> dict[str, str]:
     out = {k: r for k in ROOT_VARS}
     out["CUDACXX"] = os.path.join(binp, "nvcc")
     path = [p for p in env.get("PATH", "").split(":") if p != ""]
-    path = _without_first(path, env.get("CUDAENV_PATH_ENTRY", ""))
+    path = _without_first(path, settings.get("CUDAENV_PATH_ENTRY", env))
     # A toolkit already on PATH (the system one, found there) moves to the front
     # rather than appearing twice.
     path = _without_first(path, binp)
     out["PATH"] = ":".join([binp] + path)
     out["CUDAENV_PATH_ENTRY"] = binp
-    if env.get("CUDAENV_LD_LIBRARY_PATH") == "1":
+    if settings.get("CUDAENV_LD_LIBRARY_PATH", env) == "1":
         lib = os.path.join(r, "lib64") if os.path.isdir(os.path.join(r, "lib64")) else os.path.join(r, "lib")
         ld = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
-        ld = _without_first(ld, env.get("CUDAENV_LD_ENTRY", ""))
+        ld = _without_first(ld, settings.get("CUDAENV_LD_ENTRY", env))
         out["LD_LIBRARY_PATH"] = ":".join([lib] + ld)
         out["CUDAENV_LD_ENTRY"] = lib
     return out

@@ -7,7 +7,6 @@ when it runs, so `cudaenv which nvcc` never pays for requests or the resolver.
 from __future__ import annotations
 
 import importlib
-import sys
 
 import click
 
@@ -46,6 +45,30 @@ COMMANDS = {
 HIDDEN = {"sh-shell"}
 
 
+def debug(env=None) -> bool:
+    """Show tracebacks of internal errors: CUDAENV_DEBUG=1, or by default when run from a git checkout."""
+    from . import settings
+
+    value = settings.get("CUDAENV_DEBUG", env).strip()
+    if value:
+        return value not in ("0", "no", "false")
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parent.parent / ".git").exists()
+
+
+def _add_exit_codes(name: str, command: click.Command) -> None:
+    """Append the command's exit codes (from cudaenv.errors) to its epilog, unless it lists its own."""
+    from .errors import exit_codes_help
+
+    epilog = command.epilog or ""
+    if "Exit codes" in epilog or "Exit status" in epilog:
+        return
+    codes = exit_codes_help(name)
+    if codes:
+        command.epilog = f"{epilog}\n\n{codes}" if epilog else codes
+
+
 def visible_commands() -> list[str]:
     return [n for n in COMMANDS if n not in HIDDEN]
 
@@ -61,7 +84,15 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         # Every name here is a real command: a module that fails to import is a
         # bug to report, never a command that silently vanishes from --help.
-        return getattr(importlib.import_module(module), attr)
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            from .errors import InternalError
+
+            raise InternalError(f"internal error: the '{name}' command cannot be loaded "
+                                f"({type(e).__name__}: {e})", show_traceback=debug()) from e
+        _add_exit_codes(name, command)
+        return command
 
     def format_commands(self, ctx, formatter):
         # Listing help for every command would import every module; show the

@@ -26,6 +26,9 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import settings
+from .errors import SourceFailureError
+
 READERS = ("dpkg", "python")
 AR_MAGIC = b"!<arch>\n"
 AR_HEADER_LEN = 60
@@ -34,13 +37,13 @@ _TARFILE_MODES = {"": "r|", ".gz": "r|gz", ".xz": "r|xz", ".bz2": "r|bz2"}
 CHUNK = 1 << 20
 
 
-class DebError(Exception):
+class DebError(SourceFailureError):
     """A .deb that cannot be read; the message is one line and names the file."""
 
 
 def reader() -> str:
     """The reader to use: CUDAENV_DEB_READER, else dpkg when dpkg-deb exists, else python."""
-    forced = os.environ.get("CUDAENV_DEB_READER", "")
+    forced = settings.value("CUDAENV_DEB_READER") or ""
     if forced:
         if forced not in READERS:
             raise DebError(f"CUDAENV_DEB_READER={forced!r}: allowed are {', '.join(READERS)}")

@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import store
+from . import settings, store
 from .versions import InvalidVersion, Release
 
 # typing and dataclasses are not imported on the start-up path of `cudaenv which`; type
@@ -137,7 +137,7 @@ def _pip_trees() -> list[tuple[Path, str]]:
 
 
 def _static_candidates(env=None) -> list[tuple[Path, str]]:
-    search = (os.environ if env is None else env).get("CUDAENV_SYSTEM_SEARCH", DEFAULT_SEARCH)
+    search = settings.get("CUDAENV_SYSTEM_SEARCH", env)
     out: list[tuple[Path, str]] = []
     for pattern in search.split(":"):
         if not pattern:
@@ -163,7 +163,7 @@ def _toolkit(root: Path, origin: str) -> Toolkit | None:
 
 def _is_cudaenv_path(path: Path, env) -> bool:
     r = str(store.root(env))
-    added = env.get("CUDAENV_PATH_ENTRY", "")
+    added = settings.get("CUDAENV_PATH_ENTRY", env)
     p = str(path)
     return p == r or p.startswith(r + os.sep) or (added and p == added)
 

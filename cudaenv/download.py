@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import store
+from . import settings, store
 from .cache import archives_root
 from .progress import Progress, quiet
 from .sources.base import Artifact, SourceError, Unreachable
@@ -55,27 +55,20 @@ class DownloadError(SourceError):
     """A download or its verification failed; the message names the URL or file."""
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
 def connect_timeout() -> float:
-    return _env_float("CUDAENV_CONNECT_TIMEOUT", 4.0)
+    return settings.number("CUDAENV_CONNECT_TIMEOUT")
 
 
 def retries() -> int:
-    return int(_env_float("CUDAENV_DOWNLOAD_RETRIES", 4))
+    return int(settings.number("CUDAENV_DOWNLOAD_RETRIES"))
 
 
 def jobs() -> int:
-    return max(1, int(_env_float("CUDAENV_DOWNLOAD_JOBS", 4)))
+    return max(1, int(settings.number("CUDAENV_DOWNLOAD_JOBS")))
 
 
 def _backoff(attempt: int) -> None:
-    time.sleep(_env_float("CUDAENV_RETRY_BACKOFF", 0.5) * (2 ** attempt))
+    time.sleep(settings.number("CUDAENV_RETRY_BACKOFF") * (2 ** attempt))
 
 
 _local = threading.local()
@@ -161,7 +154,7 @@ def fetch_bytes(url: str, limit: int = 64 << 20) -> bytes:
     def attempt(_):
         import requests
 
-        with session().get(url, timeout=(connect_timeout(), _env_float("CUDAENV_READ_TIMEOUT", 30)),
+        with session().get(url, timeout=(connect_timeout(), settings.number("CUDAENV_READ_TIMEOUT")),
                            stream=True) as resp:
             _check_status(resp, url)
             data = resp.raw.read(limit + 1, decode_content=True)
@@ -331,7 +324,7 @@ class Downloader:
             if art.size is not None and offset > art.size:
                 offset = 0
             headers = {"Range": f"bytes={offset}-"} if offset else {}
-            timeout = (connect_timeout(), _env_float("CUDAENV_READ_TIMEOUT", 30))
+            timeout = (connect_timeout(), settings.number("CUDAENV_READ_TIMEOUT"))
             with session().get(art.url, headers=headers, stream=True, timeout=timeout) as resp:
                 if resp.status_code == 416 and offset:
                     # The partial file is already complete (or stale): verify decides.

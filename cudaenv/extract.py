@@ -41,6 +41,9 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from . import settings
+from .errors import SourceFailureError
+
 CHUNK = 1 << 20
 # An archive may write at most this many bytes per byte of its own size. NVIDIA's
 # archives expand 2-5x; a 31 KB xz of zeros expanding to 200 MB is 6000x.
@@ -63,7 +66,7 @@ _DIR_CACHE = 64
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class UnsafeArchive(Exception):
+class UnsafeArchive(SourceFailureError):
     """The archive holds a member that would escape or damage the root; one line."""
 
 
@@ -162,7 +165,7 @@ def _dir_mode(mode: int) -> int:
 
 
 def max_expansion() -> int:
-    text = os.environ.get("CUDAENV_MAX_EXPANSION", "")
+    text = settings.value("CUDAENV_MAX_EXPANSION") or ""
     if not text:
         return MAX_EXPANSION
     if not (text.isascii() and text.isdigit() and 0 < int(text) < 1 << 40):

@@ -3,23 +3,18 @@
 `cudaenv version`, `root`, `prefix` and `which` run here from __main__ (the
 click commands call the same functions), so these must stay cheap to import.
 
-Each prints its answer and returns an exit code: 0 ok, 1 invalid input,
-127 the selected toolkit or command is not installed.
+Each prints its answer and returns 0, or raises a CudaenvError (1 invalid
+input, 127 the selected toolkit or command is not installed) that the entry
+point's one handler (cudaenv.__main__.run) prints and exits with.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
 from . import selection, store
 from .selection import Selection, SelectionError
 from .versions import InvalidVersion, parse_spec
-
-
-def fail(message: str, code: int) -> int:
-    print(f"cudaenv: {message}", file=sys.stderr)
-    return code
 
 
 def describe_resolved(r: selection.Resolved) -> str:
@@ -30,10 +25,7 @@ def describe_resolved(r: selection.Resolved) -> str:
 
 
 def version(as_json: bool = False, bare: bool = False) -> int:
-    try:
-        sel = selection.select()
-    except SelectionError as e:
-        return fail(str(e), e.exit_code)
+    sel = selection.select()
     try:
         r = selection.locate(sel)
     except SelectionError as e:
@@ -43,7 +35,7 @@ def version(as_json: bool = False, bare: bool = False) -> int:
 
             print(json.dumps({**sel.to_json(), "origin": sel.origin, "installed": False,
                               "error": str(e)}, indent=2))
-        return fail(str(e), e.exit_code)
+        raise
     if as_json:
         import json
 
@@ -67,11 +59,7 @@ def selected_or_named(version_arg: str | None) -> selection.Resolved:
 
 
 def prefix(version_arg: str | None = None) -> int:
-    try:
-        r = selected_or_named(version_arg)
-    except SelectionError as e:
-        return fail(str(e), e.exit_code)
-    print(r.root)
+    print(selected_or_named(version_arg).root)
     return 0
 
 
@@ -94,10 +82,7 @@ def which_path(cmd: str):
 
 
 def which(cmd: str) -> int:
-    try:
-        path, _ = which_path(cmd)
-    except SelectionError as e:
-        return fail(str(e), e.exit_code)
+    path, _ = which_path(cmd)
     print(path)
     return 0
 

@@ -38,29 +38,37 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import components, extract, store
+from . import components, extract, settings, store
+from .errors import (EX_BAD_INPUT, EX_NOT_INSTALLED, EX_OK, EX_SOURCE, CudaenvError, InputError, NotInstalledError,
+                     SourceFailureError)
 from .progress import Progress, human_bytes, quiet
 from .sources import registry
 from .sources.base import Plan, SourceError, SourceUnavailable, UnknownComponent, UnknownRelease
 from .versions import InvalidVersion, Release, Spec, newest_match, parse_spec
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 1
-EXIT_SOURCE = 2
+EXIT_OK = EX_OK
+EXIT_BAD_INPUT = EX_BAD_INPUT
+EXIT_SOURCE = EX_SOURCE
 
 _BANNER_RE = re.compile(r"release (\d+)\.(\d+), V")
 
 
-class InstallError(Exception):
+class InstallError(CudaenvError):
     exit_code = EXIT_SOURCE
 
 
-class BadInput(InstallError):
+class BadInput(InstallError, InputError):
     exit_code = EXIT_BAD_INPUT
 
 
-class SourceFailure(InstallError):
+class SourceFailure(InstallError, SourceFailureError):
     exit_code = EXIT_SOURCE
+
+
+class NotInstalled(InstallError, NotInstalledError):
+    """The release to remove is not in the store: 127, as for a selection that is not installed."""
+
+    exit_code = EX_NOT_INSTALLED
 
 
 @dataclass
@@ -241,7 +249,7 @@ def staging_tree(release: Release):
 
 def _reserve() -> int:
     try:
-        return int(os.environ.get("CUDAENV_DISK_RESERVE", "0"))
+        return int(settings.get("CUDAENV_DISK_RESERVE"))
     except ValueError:
         raise BadInput("CUDAENV_DISK_RESERVE: expected a number of bytes") from None
 
@@ -591,7 +599,7 @@ def installed_match(text: str) -> Release:
     hits = [Release.parse(t.release) for t in store.managed_toolkits() if spec.matches(t.release)]
     if not hits:
         have = ", ".join(t.release for t in store.managed_toolkits()) or "none"
-        raise BadInput(f"CUDA {spec.text} is not installed (installed: {have})")
+        raise NotInstalled(f"CUDA {spec.text} is not installed (installed: {have})")
     if len(hits) > 1:
         raise BadInput(f"{spec.text} matches {', '.join(map(str, sorted(hits)))}: give the full version")
     return hits[0]
@@ -633,7 +641,7 @@ def uninstall(release: Release) -> Path:
     final = store.version_path(release)
     with version_lock(release, quiet()):
         if not final.is_dir():
-            raise BadInput(f"CUDA {release} is not installed")
+            raise NotInstalled(f"CUDA {release} is not installed")
         kept = store.retire(final)["in_use"]
         if kept:
             import sys

@@ -18,7 +18,8 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import discover
+from . import discover, settings
+from .errors import InputError
 
 SMI_QUERY = "--query-gpu=index,name,compute_cap,driver_version"
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -45,7 +46,7 @@ _CC_RE = re.compile(r"(\d+)\.(\d+)\Z")
 _DRIVER_RE = re.compile(r"\d+\.\d+(?:\.\d+)?\Z")
 
 
-class ProbeInputError(ValueError):
+class ProbeInputError(InputError, ValueError):
     """A planning override that is not well formed; the message is one line."""
 
 
@@ -247,7 +248,7 @@ def nvml_gpus() -> list[GPU] | None:
 
 
 def proc_driver_version(env) -> str | None:
-    path = env.get("CUDAENV_PROC_DRIVER_VERSION", PROC_DRIVER)
+    path = settings.get("CUDAENV_PROC_DRIVER_VERSION", env)
     try:
         text = Path(path).read_text(errors="replace")
     except OSError:
@@ -262,7 +263,7 @@ def gpu_tried(env) -> list[str]:
 
     smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
     nvml = importlib.util.find_spec("pynvml") is not None
-    proc = env.get("CUDAENV_PROC_DRIVER_VERSION", PROC_DRIVER)
+    proc = settings.get("CUDAENV_PROC_DRIVER_VERSION", env)
     return [f"nvidia-smi {'found no GPU (' + smi + ')' if smi else 'not on PATH'}",
             f"NVML {'found no GPU' if nvml else 'not available (nvidia-ml-py not installed)'}",
             f"{proc} {'names no driver' if os.path.exists(proc) else 'missing (no NVIDIA kernel module loaded)'}"]

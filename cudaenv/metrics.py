@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .errors import CudaenvError
+
 PREFIX = "cudaenv_"
 _STATUS = {"ok": 0, "warn": 1, "error": 2}
 
@@ -83,7 +85,7 @@ def render(report, now: float | None = None) -> str:
     return out.text()
 
 
-class OutputError(Exception):
+class OutputError(CudaenvError):
     """The metrics file cannot be written; the message is one line and names the file."""
 
 

@@ -46,6 +46,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import EX_BAD_INPUT
 from .sources import SourceError
 from .versions import InvalidVersion, Release, newest_match, parse_spec
 
@@ -60,6 +61,8 @@ PROFILE_ORDER = ("minimal", "build", "full")  # each includes the ones before it
 
 class MirrorError(SourceError):
     """Bad input or a mirror that cannot be written; the message is one line."""
+
+    exit_code = EX_BAD_INPUT
 
 
 @dataclass

@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InputError
 from .versions import InvalidVersion, Release, parse_spec
 
 FORMATS = ("lmod", "tcl")
@@ -30,7 +31,7 @@ FORMAT_VAR = "CUDAENV_MODULEFILES_FORMAT"
 FAMILY = "cuda"
 
 
-class ModulefileError(Exception):
+class ModulefileError(InputError):
     """Bad input or an unwritable directory; the message is one line and names it."""
 
 

@@ -33,6 +33,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from . import settings
 from .sources import SourceError
 
 FORMAT = 1
@@ -168,7 +169,7 @@ def load() -> Pins:
     """The shipped pins, with CUDAENV_PINS's added or overriding."""
     pins = Pins()
     pins.update(_shipped())
-    extra = os.environ.get("CUDAENV_PINS", "").strip()
+    extra = settings.get("CUDAENV_PINS").strip()
     if extra:
         try:
             st = os.stat(extra)
@@ -180,7 +181,7 @@ def load() -> Pins:
 
 
 def trust_mirror() -> bool:
-    return os.environ.get("CUDAENV_TRUST_MIRROR", "").strip().lower() in ("1", "yes", "true")
+    return settings.flag("CUDAENV_TRUST_MIRROR")
 
 
 def is_nvidia(url: str) -> bool:

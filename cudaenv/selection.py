@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from . import store
+from .errors import EX_BAD_INPUT, EX_NOT_INSTALLED, InputError, NotInstalledError
 from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 VERSION_FILE = ".cuda-version"
@@ -42,11 +43,11 @@ SIZE_RULE = f"allowed are at most {MAX_BYTES} bytes in at most {MAX_LINES} lines
 TYPE_RULE = "a version file must be a regular file"
 ENV_VAR = "CUDAENV_VERSION"
 
-EXIT_INVALID = 1
-EXIT_NOT_INSTALLED = 127
+EXIT_INVALID = EX_BAD_INPUT
+EXIT_NOT_INSTALLED = EX_NOT_INSTALLED
 
 
-class SelectionError(Exception):
+class SelectionError(InputError):
     exit_code = EXIT_INVALID
 
 
@@ -54,7 +55,7 @@ class InvalidSelection(SelectionError):
     """A version file or CUDAENV_VERSION that breaks the grammar."""
 
 
-class NotInstalled(SelectionError):
+class NotInstalled(SelectionError, NotInstalledError):
     exit_code = EXIT_NOT_INSTALLED
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 
 from . import store
+from .errors import InputError
 from .shims import fill, render_select, template
 from .versions import InvalidVersion, parse_spec
 
@@ -18,7 +19,7 @@ SHELLS = ("bash", "zsh", "fish")
 RC_FILES = {"bash": "~/.bashrc", "zsh": "~/.zshrc", "fish": "~/.config/fish/config.fish"}
 
 
-class UnknownShell(ValueError):
+class UnknownShell(InputError, ValueError):
     pass
 
 
@@ -108,7 +109,7 @@ def sh_shell(shell: str, version: str | None, unset: bool, current: str | None,
     return remember + _set(shell, "CUDAENV_VERSION", spec.text)
 
 
-class PreviousUnset(ValueError):
+class PreviousUnset(InputError, ValueError):
     """`cudaenv shell -` with no earlier `cudaenv shell` in this shell."""
 
 

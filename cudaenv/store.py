@@ -26,13 +26,15 @@ import os
 import sys
 from pathlib import Path
 
+from . import settings
+from .errors import AccessError, CudaenvError
 from .versions import InvalidVersion, Release
 
 RECEIPT_NAME = ".cudaenv-receipt.json"
 APP = "cudaenv"
 
 
-class StoreError(Exception):
+class StoreError(CudaenvError):
     """A problem with the store or a store setting, told in one line (`cudaenv: ...`).
 
     The CLI's entry point prints it without a traceback; exit_code is the status.
@@ -41,7 +43,7 @@ class StoreError(Exception):
     exit_code = 1
 
 
-class StoreNotWritable(StoreError):
+class StoreNotWritable(StoreError, AccessError):
     """This user may not write the store (shared, or mounted read-only)."""
 
 
@@ -69,7 +71,7 @@ def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
 def root(env=None) -> Path:
     """The store for the environment `env` (default: this process's)."""
     env = os.environ if env is None else env
-    value = env.get("CUDAENV_ROOT")
+    value = settings.value("CUDAENV_ROOT", env)
     if value:
         return _absolute_setting("CUDAENV_ROOT", value)
     if sys.platform.startswith("linux"):
@@ -85,7 +87,7 @@ def root(env=None) -> Path:
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("CUDAENV_CACHE_DIR")
+    env = settings.value("CUDAENV_CACHE_DIR")
     if env:
         return Path(env).expanduser().absolute()
     import platformdirs
@@ -125,7 +127,7 @@ def global_version_file(env=None) -> Path:
     """The version file used outside any project: $CUDAENV_VERSION_FILE when
     set, so each user of a shared store can keep their own, else $CUDAENV_ROOT/version."""
     env = os.environ if env is None else env
-    value = env.get("CUDAENV_VERSION_FILE")
+    value = settings.value("CUDAENV_VERSION_FILE", env)
     if value:
         # No `~` expansion: the shims and hooks read this path as it is.
         return _absolute_setting("CUDAENV_VERSION_FILE", value, expand_user=False)

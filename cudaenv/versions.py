@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from functools import total_ordering
 
+from .errors import InputError
+
 # Plain classes and no regexes: this module is on the start-up path of
 # `cudaenv which`, whose time is budgeted (docs/performance.md). Digits are an
 # explicit ASCII set: str.isdigit() would accept Arabic-Indic digits.
@@ -19,7 +21,7 @@ MAX_SPEC_LEN = 14  # "9999.9999.9999"
 ALLOWED = "MAJOR, MAJOR.MINOR or MAJOR.MINOR.PATCH (ASCII digits, e.g. 13, 13.0, 13.0.2) or 'system'"
 
 
-class InvalidVersion(ValueError):
+class InvalidVersion(InputError, ValueError):
     """A version string that is not a valid spec; the message is one line."""
 
 

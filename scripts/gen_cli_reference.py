@@ -1,7 +1,9 @@
-"""Generate docs/reference.md from the click commands, so the reference cannot drift.
+"""Generate docs/reference.md from the click commands, so the reference cannot drift;
+and docs/exit-codes.md and docs/settings.md from the tables in cudaenv/errors.py and
+cudaenv/settings.py.
 
-    python scripts/gen_cli_reference.py           # rewrite docs/reference.md
-    python scripts/gen_cli_reference.py --check   # exit 1 if it is out of date
+    python scripts/gen_cli_reference.py           # rewrite the three pages
+    python scripts/gen_cli_reference.py --check   # exit 1 if any is out of date
 
 Walks cudaenv.cli.COMMANDS in order (hidden commands left out) and renders each
 command's --help, and each subcommand's, exactly as a terminal 80 columns wide shows it.
@@ -14,9 +16,10 @@ from pathlib import Path
 
 import click
 
-from cudaenv import cli
+from cudaenv import cli, errors, settings
 
-OUT = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+OUT = DOCS / "reference.md"
 WIDTH = 80
 
 HEADER = """# Command reference
@@ -57,18 +60,23 @@ def render() -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def pages() -> dict[Path, str]:
+    return {OUT: render(), DOCS / "exit-codes.md": errors.exit_codes_markdown(),
+            DOCS / "settings.md": settings.markdown()}
+
+
 def main(argv: list[str]) -> int:
-    text = render()
     if argv == ["--check"]:
-        if not OUT.is_file() or OUT.read_text() != text:
-            print(f"{OUT} is out of date: run python scripts/gen_cli_reference.py", file=sys.stderr)
-            return 1
-        return 0
+        stale = [path for path, text in pages().items() if not path.is_file() or path.read_text() != text]
+        for path in stale:
+            print(f"{path} is out of date: run python scripts/gen_cli_reference.py", file=sys.stderr)
+        return 1 if stale else 0
     if argv:
         print("usage: gen_cli_reference.py [--check]", file=sys.stderr)
         return 2
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
+    for path, text in pages().items():
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

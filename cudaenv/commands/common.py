@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-import click
+from ..errors import CudaenvError
 
 
 def exit_with(code: int) -> None:
@@ -14,6 +14,5 @@ def exit_with(code: int) -> None:
 
 
 def fail(message: str, code: int = 1):
-    """One line on stderr, then exit: the way every command reports bad input."""
-    click.echo(f"cudaenv: {message}", err=True)
-    sys.exit(code)
+    """Stop the command with `message`: the entry point prints `cudaenv: <message>` and exits `code`."""
+    raise CudaenvError(message, exit_code=code)

@@ -8,8 +8,8 @@ import sys
 import click
 
 # 1 and 2 are the report's own "warnings" and "errors", so a usage error or a bad value
-# must not look like either: EX_USAGE from sysexits.h.
-EX_USAGE = 64
+# must not look like either: EX_USAGE from sysexits.h (cudaenv/errors.py).
+from ..errors import EX_USAGE
 
 
 def usage_error(message: str, as_json: bool):

@@ -11,6 +11,7 @@ import click
 from .. import components
 from ..progress import Progress, human_bytes
 from ..sources import registry
+from .common import fail
 
 EXIT_CODES = """\b
 Exit codes:
@@ -20,13 +21,9 @@ Exit codes:
 
 UNINSTALL_EXIT_CODES = """\b
 Exit codes:
-  0  removed
-  1  not installed, ambiguous or invalid version, or not confirmed"""
-
-
-def _fail(message: str, code: int):
-    click.echo(f"cudaenv: {message}", err=True)
-    sys.exit(code)
+  0    removed
+  1    ambiguous or invalid version, or not confirmed
+  127  not installed"""
 
 
 def _progress(quiet: bool, as_json: bool) -> Progress:
@@ -48,7 +45,7 @@ def _list_releases(source: str, as_json: bool) -> None:
     try:
         names = registry.candidates(source)
     except ValueError as e:
-        _fail(str(e), 1)
+        fail(str(e), 1)
     from .. import store
 
     installed = {t.release: t.receipt.get("source") for t in store.managed_toolkits()}
@@ -148,7 +145,7 @@ def install(versions, source, profile, extra, force, refresh, keep_cache, list_,
         return _list_releases(source, as_json)
     if auto:
         if versions:
-            _fail("--auto takes no VERSION", 1)
+            fail("--auto takes no VERSION", 1)
         versions = _auto_versions(python)
     from .. import install as core
 
@@ -214,21 +211,14 @@ def _ask_on_terminal(plan_text: str) -> bool:
 
 
 def _install_system(versions, profile, extra, as_json, yes):
-    from .. import install as core
     from ..system_install import install_system, require_root
 
-    try:
-        require_root()  # before anything runs apt-get or writes a file
-    except core.InstallError as e:
-        _fail(str(e), e.exit_code)
+    require_root()  # before anything runs apt-get or writes a file
     # Never quiet: the plan is what --yes or the question agrees to, and apt-get's output is the progress.
     progress = Progress()
     for spec_text in versions or (None,):
-        try:
-            r = install_system(spec_text, profile, extra, confirm=None if yes else _ask_on_terminal,
-                               progress=progress)
-        except core.InstallError as e:
-            _fail(str(e), e.exit_code)
+        r = install_system(spec_text, profile, extra, confirm=None if yes else _ask_on_terminal,
+                           progress=progress)
         if as_json:
             click.echo(json.dumps({"release": r.release, "system": True, "result": str(r.root)}))
         else:
@@ -252,22 +242,16 @@ def uninstall(version, yes):
     from .. import install as core
     from .. import store
 
-    try:
-        release = core.installed_match(version)
-    except core.InstallError as e:
-        _fail(str(e), e.exit_code)
+    release = core.installed_match(version)
     selecting = core.selected_by(release)
     for path in selecting:
         click.echo(f"cudaenv: warning: {path} selects {release}", err=True)
     if not yes:
         if not sys.stdin.isatty():
-            _fail(f"refusing to remove {release} without confirmation; pass --yes", 1)
+            fail(f"refusing to remove {release} without confirmation; pass --yes", 1)
         if not click.confirm(f"Remove CUDA {release} ({store.version_path(release)})?", default=False):
-            _fail("nothing removed", 1)
-    try:
-        path = core.uninstall(release)
-    except core.InstallError as e:
-        _fail(str(e), e.exit_code)
+            fail("nothing removed", 1)
+    path = core.uninstall(release)
     click.echo(f"removed CUDA {release} ({path})")
     from ..modulefiles import refresh_if_configured
 
@@ -333,11 +317,11 @@ def cache_prune(older_than, uninstalled, dry_run, as_json):
     from .. import cache as cachemod
 
     if older_than is None and not uninstalled:
-        _fail("give --older-than AGE and/or --uninstalled (cudaenv cache clear removes everything)", 1)
+        fail("give --older-than AGE and/or --uninstalled (cudaenv cache clear removes everything)", 1)
     try:
         age = cachemod.parse_age(older_than) if older_than is not None else None
     except ValueError as e:
-        _fail(f"--older-than: {e}", 1)
+        fail(f"--older-than: {e}", 1)
     out = cachemod.prune(age, uninstalled, dry_run)
     if as_json:
         click.echo(json.dumps(out, indent=2))

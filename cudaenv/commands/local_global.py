@@ -24,27 +24,18 @@ def _show_version_file(path: Path, what: str) -> None:
     """`local` / `global` with no argument: the value that applies, as pyenv prints it."""
     if what == "local" and not path.exists():
         # In a project's subdirectory the project's file applies: name it.
-        try:
-            found = selection.find_version_file(path.parent)
-        except SelectionError as e:
-            fail(str(e), e.exit_code)
+        found = selection.find_version_file(path.parent)
         if found is None:
             fail(f"no local version set ({path} does not exist, nor one in a parent directory)", 1)
         path = found
-        try:
-            spec, _ = selection.read_version_file(path)
-        except SelectionError as e:
-            fail(str(e), e.exit_code)
+        spec, _ = selection.read_version_file(path)
         click.echo(f"{spec.text} (set by {path})")
         return
     if what == "global" and not path.exists():
         # pyenv: no global file means the system toolkit.
         click.echo("system")
         return
-    try:
-        spec, _ = selection.read_version_file(path)
-    except SelectionError as e:
-        fail(str(e), e.exit_code)
+    spec, _ = selection.read_version_file(path)
     click.echo(spec.text)
 
 

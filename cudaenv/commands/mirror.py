@@ -6,10 +6,7 @@ import sys
 
 import click
 
-
-def _fail(message: str, code: int = 1):
-    click.echo(f"cudaenv: {message}", err=True)
-    sys.exit(code)
+from .common import fail
 
 
 @click.group(epilog="""\b
@@ -56,16 +53,16 @@ def create(directory, versions, profile, platforms, source, upstream):
     from ..sources import SourceError
 
     if upstream is not None and not upstream.startswith(("http://", "https://", "file://")):
-        _fail(f"--from {upstream[:80]!r}: allowed are http://, https:// or file:// URLs")
+        fail(f"--from {upstream[:80]!r}: allowed are http://, https:// or file:// URLs")
     if upstream is not None and not upstream.endswith("/"):
         upstream += "/"
     try:
         report = run(directory, versions, profile=profile, platforms=platforms, source=source,
                      upstream=upstream, progress=Progress())
     except MirrorError as e:
-        _fail(str(e))
+        fail(str(e))
     except (DownloadError, SourceError) as e:
-        _fail(str(e), 2)
+        fail(str(e), 2)
     files = "wheels" if source == "pypi" else "archives"
     if report.upstream_requests_skipped:
         click.echo(f"{directory}: {', '.join(report.releases)} already mirrored ({report.archives} {files}); nothing fetched")
@@ -90,7 +87,7 @@ def verify(directory):
     try:
         report = run(directory)
     except MirrorError as e:
-        _fail(str(e))
+        fail(str(e))
     for path in report.missing:
         click.echo(f"missing: {path}")
     for line in report.corrupt:

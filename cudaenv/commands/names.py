@@ -10,13 +10,8 @@ from pathlib import Path
 import click
 
 from .. import inventory, selection
-from ..selection import SelectionError
 from ..versions import InvalidVersion, parse_spec
-
-
-def _fail(message: str, code: int = 1):
-    click.echo(f"cudaenv: {message}", err=True)
-    sys.exit(code)
+from .common import fail
 
 
 @click.command("version-name", epilog="""\b
@@ -27,10 +22,7 @@ Examples:
 Exit codes: 0 ok, 1 invalid version file or value, 127 the selection is not installed.""")
 def version_name():
     """Print the release of the selected toolkit, nothing else."""
-    try:
-        r = selection.current()
-    except SelectionError as e:
-        _fail(str(e), e.exit_code)
+    r = selection.current()
     click.echo("system" if r.selection.spec.is_system else r.release)
 
 
@@ -41,10 +33,7 @@ Examples:
 Exit codes: 0 ok, 1 invalid version file or value.""")
 def version_origin():
     """Print what set the selected version (a file path or CUDAENV_VERSION)."""
-    try:
-        sel = selection.select()
-    except SelectionError as e:
-        _fail(str(e), e.exit_code)
+    sel = selection.select()
     if sel.source == "default":
         # pyenv prints the global file's path when nothing else set the version.
         from .. import store
@@ -65,11 +54,8 @@ def version_file(directory):
     """Print the version file that applies in DIR (default: here)."""
     start = Path(directory).absolute() if directory else selection.current_dir()
     if directory and not os.path.isdir(start):
-        _fail(f"{directory}: not a directory")
-    try:
-        found = selection.find_version_file(start)
-    except SelectionError as e:
-        _fail(str(e), e.exit_code)
+        fail(f"{directory}: not a directory")
+    found = selection.find_version_file(start)
     if found is not None:
         click.echo(str(found))
         return
@@ -93,7 +79,7 @@ Exit codes: 0 found in at least one toolkit, 1 in none.""")
 def whence(show_path, command):
     """List the installed toolkits that have a program."""
     if not command or "/" in command or command in (".", ".."):
-        _fail(f"invalid command name {command!r}: give a bare name such as nvcc")
+        fail(f"invalid command name {command!r}: give a bare name such as nvcc")
     found = inventory.with_program(command)
     for tk in found:
         click.echo(os.path.join(tk.root, "bin", command) if show_path else tk.release)
@@ -123,14 +109,14 @@ def latest(known, quiet, prefix):
     try:
         spec = parse_spec(prefix.strip())
     except InvalidVersion as e:
-        _fail(str(e))
+        fail(str(e))
     if spec.is_system:
-        _fail("latest takes a release prefix such as 12 or 12.8, not 'system'")
+        fail("latest takes a release prefix such as 12 or 12.8, not 'system'")
     pool = known_releases() if known else [t.release for t in inventory.installed()]
     best = inventory.latest(spec, pool)
     if best is None:
         if not quiet:
             where = "known" if known else "installed"
-            _fail(f"no {where} release matches '{spec.text}'")
+            fail(f"no {where} release matches '{spec.text}'")
         sys.exit(1)
     click.echo(best)

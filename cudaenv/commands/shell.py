@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import click
 
 from .. import shell as shellmod
 from ..versions import InvalidVersion
+from .common import fail
 
 SHELL_CHOICES = ", ".join(shellmod.SHELLS)
-
-
-def _fail(message: str, code: int = 1):
-    click.echo(f"cudaenv: {message}", err=True)
-    sys.exit(code)
 
 
 @click.command(epilog="""\b
@@ -113,12 +108,12 @@ def init(path_only, no_rehash, args):
     if emit:
         args = args[1:]
     if len(args) > 1:
-        _fail(f"init takes at most one shell; allowed are {INIT_CHOICES}")
+        fail(f"init takes at most one shell; allowed are {INIT_CHOICES}")
     if args and args[0] not in INIT_SHELLS:
-        _fail(f"unknown shell {args[0]!r}; allowed are {INIT_CHOICES}")
+        fail(f"unknown shell {args[0]!r}; allowed are {INIT_CHOICES}")
     name = args[0] if args else _detect_shell()
     if name is None:
-        _fail(f"cannot tell your shell from its process or $SHELL; name one: cudaenv init - SHELL "
+        fail(f"cannot tell your shell from its process or $SHELL; name one: cudaenv init - SHELL "
               f"(allowed are {INIT_CHOICES})")
     if (emit or path_only) and not no_rehash:
         _rehash_if_stale()
@@ -156,10 +151,10 @@ def shell(version, unset):
     if version is None and not unset:
         current = os.environ.get("CUDAENV_VERSION", "").strip(" \t")
         if not current:
-            _fail("no shell-specific version set (CUDAENV_VERSION is empty)")
+            fail("no shell-specific version set (CUDAENV_VERSION is empty)")
         click.echo(current)
         return
-    _fail("shell integration is not enabled, so `cudaenv shell` cannot change this shell; "
+    fail("shell integration is not enabled, so `cudaenv shell` cannot change this shell; "
           "run: eval \"$(cudaenv init - bash)\" (or zsh; fish: cudaenv init - fish | source)")
 
 
@@ -176,17 +171,17 @@ def sh_shell(shell_name, unset, version):
     try:
         shellmod.check_shell(shell_name)
     except shellmod.UnknownShell as e:
-        _fail(str(e))
+        fail(str(e))
     if unset and version:
-        _fail("give a version or --unset, not both")
+        fail("give a version or --unset, not both")
     current = os.environ.get("CUDAENV_VERSION", "")
     if version is None and not unset and not current.strip(" \t"):
-        _fail("no shell-specific version set (CUDAENV_VERSION is empty)")
+        fail("no shell-specific version set (CUDAENV_VERSION is empty)")
     old = os.environ.get(shellmod.OLD_VAR)
     try:
         code = shellmod.sh_shell(shell_name, version, unset, current, old)
     except (InvalidVersion, shellmod.PreviousUnset) as e:
-        _fail(str(e))
+        fail(str(e))
     if version == "-":
         version = (old or "").strip(" \t") or None
     if version is not None:
@@ -195,5 +190,5 @@ def sh_shell(shell_name, unset, version):
             # The version came from `cudaenv shell VERSION`, not (yet) from CUDAENV_VERSION.
             selection.locate(Selection(parse_spec(version.strip(" \t")), "the command line"))
         except SelectionError as e:
-            _fail(str(e), e.exit_code)
+            fail(str(e), e.exit_code)
     click.echo(code, nl=False)

@@ -1,6 +1,6 @@
 """What every install source is and returns: the Source protocol, Artifact, Plan and the source errors.
 
-This module imports nothing of cudaenv, so the shared machinery (download.py,
+This module imports nothing of cudaenv but the error model (errors.py, a leaf), so the shared machinery (download.py,
 extract.py, install.py, cache.py) can name these types without importing any
 source, and a source can use that machinery without an import cycle.
 """
@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from ..errors import SourceFailureError
 
-class SourceError(Exception):
+
+class SourceError(SourceFailureError):
     """A source cannot serve this request; the message is one line and says why."""
 
 

@@ -26,7 +26,7 @@ import sys
 import urllib.parse
 from pathlib import Path
 
-from .. import components, pins
+from .. import components, pins, settings
 from ..versions import InvalidVersion, Release
 from . import arch, fixups
 from .base import Artifact, IntegrityError, Plan, SourceError, UnknownComponent, UnknownRelease
@@ -59,7 +59,7 @@ TRUST_HINT = "set CUDAENV_TRUST_MIRROR=1 (or pass --trust-mirror) only if you tr
 
 
 def base_url() -> str:
-    url = os.environ.get("CUDAENV_REDIST_URL", DEFAULT_URL).strip()
+    url = settings.get("CUDAENV_REDIST_URL").strip()
     if not url.startswith(("http://", "https://", "file://")):
         raise SourceError(
             f"CUDAENV_REDIST_URL {url[:80]!r}: allowed are http://, https:// or file:// URLs"
@@ -68,7 +68,7 @@ def base_url() -> str:
 
 
 def machine_platform() -> str:
-    forced = os.environ.get("CUDAENV_REDIST_PLATFORM")
+    forced = settings.value("CUDAENV_REDIST_PLATFORM")
     if forced:
         if forced not in PLATFORMS:
             raise SourceError(f"CUDAENV_REDIST_PLATFORM {forced[:40]!r}: allowed are {', '.join(PLATFORMS)}")

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 
+from ... import settings
 from ..base import SourceError
 from .state import AptState, update_error
 
@@ -64,7 +65,8 @@ def load_apt_pkg():
 
     if "apt_pkg" in sys.modules:
         return sys.modules["apt_pkg"]
-    dirs = [os.environ["CUDAENV_PYTHON_APT_PATH"]] if os.environ.get("CUDAENV_PYTHON_APT_PATH") else []
+    forced_dir = settings.value("CUDAENV_PYTHON_APT_PATH")
+    dirs = [forced_dir] if forced_dir else []
     dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))] + list(PYTHON_APT_DIRS)
     for d in dirs:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
@@ -175,7 +177,7 @@ class PythonBackend:
 
 
 def backend_for(state: AptState):
-    forced = os.environ.get("CUDAENV_APT_BACKEND", "")
+    forced = settings.value("CUDAENV_APT_BACKEND") or ""
     if forced and forced not in BACKENDS:
         raise SourceError(f"CUDAENV_APT_BACKEND={forced[:40]!r}: allowed are {', '.join(BACKENDS)}")
     if forced != "cli":

@@ -9,10 +9,10 @@ packages (cuda-toolkit-13-0 13.0.2-1) carry the release number.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
+from ... import settings
 from ...versions import Release
 from .. import arch
 from ..base import SourceError
@@ -25,7 +25,7 @@ SHIPPED_KEYRING = Path(__file__).resolve().parents[2] / "data" / "cuda-archive-k
 
 def host_distro() -> str:
     """NVIDIA's name for this distro (debian12, ubuntu2204, ubuntu2404)."""
-    forced = os.environ.get("CUDAENV_APT_DISTRO")
+    forced = settings.value("CUDAENV_APT_DISTRO")
     if forced:
         if forced not in DISTROS.values():
             raise SourceError(f"CUDAENV_APT_DISTRO={forced[:40]!r}: allowed are {', '.join(DISTROS.values())}")
@@ -63,7 +63,7 @@ def check_url(url: str, what: str = "CUDAENV_APT_REPO") -> str:
 
 
 def repo_url() -> str:
-    url = os.environ.get("CUDAENV_APT_REPO")
+    url = settings.value("CUDAENV_APT_REPO")
     if url:
         return check_url(url)
     return f"{DEFAULT_BASE}{host_distro()}/{host_arch()[0]}/"
@@ -71,7 +71,7 @@ def repo_url() -> str:
 
 def keyring_path() -> Path:
     """The keyring NVIDIA's repository is verified with: CUDAENV_APT_KEYRING, the shipped one, or cuda-keyring's."""
-    forced = os.environ.get("CUDAENV_APT_KEYRING")
+    forced = settings.value("CUDAENV_APT_KEYRING")
     if forced:
         path = Path(forced).expanduser()
         if not path.is_file():
