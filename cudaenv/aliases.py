@@ -17,7 +17,6 @@ those claims. `system` names the first static toolkit outside cudaenv
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from . import store
 from .versions import InvalidVersion, Release, Spec, parse_spec

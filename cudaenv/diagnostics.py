@@ -472,7 +472,7 @@ class Doctor:
             old = rs.short(self.in_use_release)
             self.add("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
                      f"{old} must be cleared after switching to {self.recommended}",
-                     "; ".join(e.path for e in doomed[:3]), f"cudaenv doctor --fix --yes --quiet  # after switching")
+                     "; ".join(e.path for e in doomed[:3]), "cudaenv doctor --fix --yes --quiet  # after switching")
         elif self.stale:
             kinds = sorted({e.kind for e in self.stale})
             self.add("jit-caches", "warn", f"{len(self.stale)} stale JIT cache entr{'y' if len(self.stale) == 1 else 'ies'} ({', '.join(kinds)})",

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import settings, store
+from . import settings
 from .cache import archives_root
 from .progress import Progress, quiet
 from .sources.base import Artifact, SourceError, Unreachable

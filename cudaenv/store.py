@@ -25,10 +25,14 @@ import errno
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import settings
 from .errors import AccessError, CudaenvError
 from .versions import InvalidVersion, Release
+
+if TYPE_CHECKING:  # a dataclass module: not on the start-up path of `cudaenv which`
+    from .toolkit import Toolkit
 
 RECEIPT_NAME = ".cudaenv-receipt.json"
 APP = "cudaenv"

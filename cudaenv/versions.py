@@ -53,7 +53,7 @@ class Release:
     def parse(cls, text: str) -> "Release":
         spec = parse_spec(text)
         if spec.is_system:
-            raise InvalidVersion(f"'system' is not a release number")
+            raise InvalidVersion("'system' is not a release number")
         parts = spec.parts + (0,) * (3 - len(spec.parts))
         return cls(*parts)
 

@@ -26,7 +26,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import glob
 import hashlib
 import io
 import json

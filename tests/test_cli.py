@@ -7,11 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, make_toolkit, rehashed_store
+from toolkits import make_toolkit, rehashed_store
 
 
 def run(args, env, cwd, **kw):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, managed, rehashed_store
+from toolkits import rehashed_store
 
 # Commands that read the store or the working directory, with harmless arguments.
 COMMANDS = [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from httpserver import FileServer, closed_port
-from redist_mirror import RedistMirror, write_tar_xz
+from redist_mirror import RedistMirror
 from toolkits import base_env
 
 RELEASES = ("12.8.1", "13.0.0", "13.0.2")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -421,8 +420,9 @@ def test_judge_triton_entries_by_their_own_arch(tmp_path):
     """Triton 3.9 emits PTX ISA 8.8 below sm_90 and 9.4 from it: each entry is judged by the
     ISA for the arch it was built for; one without a .target by all the ISAs Triton emits."""
     env = {"HOME": str(tmp_path)}
-    fresh = [_triton_entry(tmp_path, "A", "9.4", "sm_120a"), _triton_entry(tmp_path, "B", "8.8", "sm_80")]
-    stale = [_triton_entry(tmp_path, "C", "8.8", "sm_120a"), _triton_entry(tmp_path, "D", "8.7", "sm_80")]
+    for name, isa, arch in (("A", "9.4", "sm_120a"), ("B", "8.8", "sm_80"),    # fresh
+                            ("C", "8.8", "sm_120a"), ("D", "8.7", "sm_80")):   # stale
+        _triton_entry(tmp_path, name, isa, arch)
     nameless = tmp_path / ".triton" / "cache" / "E"
     nameless.mkdir()
     (nameless / "k.ptx").write_text(".version 9.4\n")

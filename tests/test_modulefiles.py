@@ -8,7 +8,6 @@ modulecmd.tcl when it is not in one of the usual places.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess

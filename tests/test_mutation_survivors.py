@@ -25,7 +25,6 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from cudaenv import resolver as rs
 from fakemachine import Machine
 from httpserver import FileServer
 from redist_mirror import RedistMirror, write_tar_xz
-from toolkits import base_env, managed, rehashed_store
+from toolkits import base_env, rehashed_store
 
 # --- resolver: the way out prefers the newest torch ----------------------------------------------
 

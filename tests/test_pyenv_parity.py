@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkits import base_env, make_toolkit, managed, rehashed_store
+from toolkits import base_env, make_toolkit, managed
 
 CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
 

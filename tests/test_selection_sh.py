@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import shutil
 import subprocess
 

@@ -30,10 +30,14 @@ import sys
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit, urlunsplit, urldefrag
 
 # packaging is imported where it is used: compiling its grammar costs ~0.2 s,
 # which an install whose plan is cached (a reinstall) never needs.
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+    from packaging.version import Version
 
 from .. import components
 from ..versions import Release
