@@ -17,6 +17,7 @@ those claims. `system` names the first static toolkit outside cudaenv
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from . import store
 from .versions import InvalidVersion, Release, Spec, parse_spec
@@ -157,9 +158,14 @@ def lookup(spec: Spec, env=None) -> Entry | None:
         table = refresh(env)
         if table is not None:
             return table.get(spec.text)
+    return read_entry(d / spec.text)
+
+
+def read_entry(path: Path) -> Entry | None:
+    """One alias file, or None when it is missing or malformed; bounded and never
+    blocking (a FIFO planted in aliases/ is refused), as the shims' `[ -f ]` test is."""
     try:
-        # Bounded and never blocking, as the shims' `[ -f ]` test is.
-        lines = store.read_small(d / spec.text, 64 * 1024).decode("utf-8", "surrogateescape").splitlines()
+        lines = store.read_small(path, 64 * 1024).decode("utf-8", "surrogateescape").splitlines()
     except OSError:
         return None
     if len(lines) < 3:

@@ -155,11 +155,11 @@ class Linker:
     def _check_room(self, dst: str, nbytes: int) -> None:
         """A copy (the cache on another filesystem than the store) keeps the same free-space
         reserve as extraction: it stops before the store's filesystem is nearly full."""
-        from .extract import ArchiveTooLarge, RESERVE_FRACTION, RESERVE_MAX
+        from .extract import ArchiveTooLarge, reserve_bytes
         from .progress import human_bytes
 
         fs = os.statvfs(os.path.dirname(dst))
-        reserve = min(RESERVE_MAX, int(fs.f_blocks * fs.f_frsize * RESERVE_FRACTION))
+        reserve = reserve_bytes(fs)
         free = fs.f_bavail * fs.f_frsize
         if free - nbytes < reserve:
             raise ArchiveTooLarge(f"copying {os.path.basename(dst)} from the cache would leave less than "

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from . import settings, store
-from .versions import InvalidVersion, Release
+from .versions import InvalidVersion, Release, release_key
 
 # typing and dataclasses are not imported on the start-up path of `cudaenv which`; type
 # checkers treat a module-level TYPE_CHECKING as True.
@@ -34,13 +34,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SEARCH = "/usr/local/cuda:/usr/local/cuda-*:/opt/cuda*:/usr/lib/nvidia-cuda-toolkit:pip"
 _NVCC_RE = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
-
-
-def _release_key(text: str):
-    try:
-        return Release.parse(text)
-    except InvalidVersion:
-        return Release(0)
 
 
 def banner_version(tool: Path) -> tuple[str, str] | None:
@@ -147,7 +140,7 @@ def _static_candidates(env=None) -> list[tuple[Path, str]]:
             continue
         matches = glob.glob(pattern) if any(c in pattern for c in "*?[") else [pattern]
         # cuda-12.8 before cuda-12.10 would be wrong: order by numeric release in the name.
-        matches.sort(key=lambda p: _release_key(re.sub(r"^.*?(\d+(?:\.\d+)*)$", r"\1", p)), reverse=True)
+        matches.sort(key=lambda p: release_key(re.sub(r"^.*?(\d+(?:\.\d+)*)$", r"\1", p)), reverse=True)
         out.extend((Path(m), m) for m in matches)
     return out
 

@@ -173,9 +173,8 @@ def max_expansion() -> int:
     return int(text)
 
 
-def reserve_bytes(fd: int) -> int:
-    """Free space extraction must leave on the filesystem of `fd`."""
-    fs = os.fstatvfs(fd)
+def reserve_bytes(fs: os.statvfs_result) -> int:
+    """Free space a write must leave on a filesystem (from os.statvfs or os.fstatvfs)."""
     return min(RESERVE_MAX, int(fs.f_blocks * fs.f_frsize * RESERVE_FRACTION))
 
 
@@ -195,7 +194,7 @@ class _Writer:
         self.written: list[str] = []
         self.budget = max(compressed_size * self.ratio, EXPANSION_FLOOR) if compressed_size else None
         self.spent = 0
-        self.reserve = reserve_bytes(self.root_fd)
+        self.reserve = reserve_bytes(os.fstatvfs(self.root_fd))
 
     def close(self) -> None:
         for fd in self.dirs.values():

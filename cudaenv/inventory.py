@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from . import store
-from .versions import InvalidVersion, Release, Spec, parse_spec
+from .versions import InvalidVersion, Release, Spec, newest_match, parse_spec, release_key
 
 
 class Installed:
@@ -39,13 +39,6 @@ class Installed:
         return sorted(names)
 
 
-def _release_key(release: str):
-    try:
-        return Release.parse(release)
-    except InvalidVersion:
-        return Release(0)
-
-
 def installed() -> list[Installed]:
     """Every selectable toolkit once, oldest release first (as pyenv lists versions)."""
     from . import aliases
@@ -58,7 +51,7 @@ def installed() -> list[Installed]:
         names = os.listdir(d)
     except OSError:
         return []
-    seen: dict[str, Installed] = {}
+    by_release: dict[str, Installed] = {}
     for name in names:
         # Full releases and `system` name every toolkit once (the shim's hint
         # reads the same files).
@@ -68,18 +61,12 @@ def installed() -> list[Installed]:
             parse_spec(name)
         except InvalidVersion:
             continue
-        try:
-            with open(os.path.join(d, name)) as f:
-                lines = f.read(4096).splitlines()
-        except OSError:
+        entry = aliases.read_entry(d / name)
+        if entry is None or not os.path.isdir(os.path.join(entry.root, "bin")):
             continue
-        if len(lines) < 3 or not os.path.isdir(os.path.join(lines[0], "bin")):
-            continue
-        seen.setdefault(lines[0], Installed(lines[1], lines[0], lines[2]))
-    unique: dict[str, Installed] = {}
-    for tk in seen.values():
-        unique.setdefault(tk.release, tk)  # one line per release, as the shim's hint has it
-    return sorted(unique.values(), key=lambda t: (_release_key(t.release), t.root))
+        # One line per release, as the shim's hint has it.
+        by_release.setdefault(entry.release, Installed(entry.release, entry.root, entry.origin))
+    return sorted(by_release.values(), key=lambda t: (release_key(t.release), t.root))
 
 
 def with_program(name: str) -> list[Installed]:
@@ -97,12 +84,11 @@ def exists_in_hint(name: str) -> str | None:
 
 def latest(spec: Spec, releases) -> str | None:
     """The newest release string that `spec` matches, as pyenv's `latest` picks."""
-    best = None
+    parsed: dict[Release, str] = {}
     for text in releases:
         try:
-            rel = Release.parse(text)
+            parsed.setdefault(Release.parse(text), text)  # keep the text: "13.0" stays "13.0"
         except InvalidVersion:
             continue
-        if spec.matches(rel) and (best is None or rel > best[0]):
-            best = (rel, text)
-    return best[1] if best else None
+    best = newest_match(spec, parsed)
+    return None if best is None else parsed[best]

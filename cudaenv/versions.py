@@ -118,6 +118,14 @@ def parse_spec(value: str) -> Spec:
     return Spec(value, tuple(int(p) for p in parts))
 
 
+def release_key(text: str) -> Release:
+    """A sort key for a release string from the outside world; anything unparsable sorts first."""
+    try:
+        return Release.parse(text)
+    except InvalidVersion:
+        return Release(0)
+
+
 def newest_match(spec: Spec, releases):
     """The newest release in `releases` (Release objects) that `spec` matches, or None."""
     hits = [r for r in releases if spec.matches(r)]

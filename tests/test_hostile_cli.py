@@ -27,6 +27,8 @@ COMMANDS = [
     ("which", "nvcc"), ("prefix",), ("prefix", "13.0"), ("exec", "--", "true"), ("env",),
     ("env", "--format", "json"), ("global",), ("local",), ("rehash",), ("init", "-", "bash"),
     ("uninstall", "12.6"), ("local", "13.0"), ("global", "13.0"),
+    # Commands that read every alias file (inventory.installed): a planted FIFO must not hang them.
+    ("whence", "nvcc"), ("latest", "13"), ("versions", "--executables"), ("which", "cuobjdump"),
 ]
 
 

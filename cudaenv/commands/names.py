@@ -60,8 +60,8 @@ def version_file(directory):
         click.echo(str(found))
         return
     if directory is not None:
-        # pyenv: with DIR, only that tree counts.
-        sys.exit(1)
+        # pyenv: with DIR, only that tree counts. stdout stays empty for scripts.
+        fail(f"no .cuda-version or .tool-versions in {start} or above it")
     from .. import store
 
     # Without DIR, the global file is what applies, whether or not it exists yet.
@@ -84,14 +84,7 @@ def whence(show_path, command):
     for tk in found:
         click.echo(os.path.join(tk.root, "bin", command) if show_path else tk.release)
     if not found:
-        sys.exit(1)
-
-
-def known_releases() -> list[str]:
-    """Releases cudaenv knows exist, from its shipped data (no network)."""
-    from ..data import known_releases as shipped
-
-    return list(shipped())
+        fail(f"no installed toolkit has '{command}'")
 
 
 @click.command(epilog="""\b
@@ -112,7 +105,12 @@ def latest(known, quiet, prefix):
         fail(str(e))
     if spec.is_system:
         fail("latest takes a release prefix such as 12 or 12.8, not 'system'")
-    pool = known_releases() if known else [t.release for t in inventory.installed()]
+    if known:
+        from ..data import known_releases  # what the shipped data names: no network
+
+        pool = list(known_releases())
+    else:
+        pool = [t.release for t in inventory.installed()]
     best = inventory.latest(spec, pool)
     if best is None:
         if not quiet:
