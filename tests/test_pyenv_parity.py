@@ -282,6 +282,19 @@ def test_init__adds_shims_to_PATH_only_with_path(store):
     assert "_cudaenv_hook" not in p.stdout and "complete" not in p.stdout
 
 
+def test_init__path_without_a_known_shell_prints_the_posix_form(store):
+    """~/.profile under cron, CI or a container has no SHELL and a non-shell parent."""
+    root, env, proj = store
+    env = {k: v for k, v in env.items() if k != "SHELL"}
+    p = cli(env, "init", "--path")
+    assert p.returncode == 0, p.stderr
+    sh = "dash" if shutil.which("dash") else "sh"
+    out = subprocess.run([sh, "-c", p.stdout + 'printf %s "$PATH"'], env=env, capture_output=True, text=True)
+    assert out.stdout.split(":")[0] == str(root / "shims")
+    bare = cli(env, "init", "-")
+    assert bare.returncode == 1 and "cannot tell your shell" in bare.stderr
+
+
 def test_init__posix_sh_gets_shims_without_hook(store, tmp_path):
     root, env, proj = store
     p = cli(env, "init", "-", "sh")

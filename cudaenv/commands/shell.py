@@ -112,6 +112,10 @@ def init(path_only, no_rehash, args):
     if args and args[0] not in INIT_SHELLS:
         fail(f"unknown shell {args[0]!r}; allowed are {INIT_CHOICES}")
     name = args[0] if args else _detect_shell()
+    if name is None and path_only:
+        # ~/.profile is read by every POSIX login shell, so --path without a known
+        # shell prints the POSIX form, which bash, zsh, dash and ksh all accept.
+        name = "sh"
     if name is None:
         fail(f"cannot tell your shell from its process or $SHELL; name one: cudaenv init - SHELL "
               f"(allowed are {INIT_CHOICES})")
