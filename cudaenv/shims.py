@@ -14,7 +14,7 @@ from . import store
 
 
 def template(name: str) -> str:
-    return resources.files("cudaenv._shims").joinpath(name).read_text()
+    return resources.files("cudaenv.shell_templates").joinpath(name).read_text()
 
 
 def shared_facts() -> dict[str, str]:
