@@ -211,8 +211,9 @@ def smi_gpus(env) -> list[GPU] | None:
     if not smi:
         return None
     try:
+        # errors="replace": a name in another encoding must not make the probe crash.
         r = subprocess.run([smi, SMI_QUERY, "--format=csv,noheader"], capture_output=True,
-                           text=True, timeout=30, env=dict(env))
+                           text=True, errors="replace", timeout=30, env=dict(env))
     except (OSError, subprocess.SubprocessError):
         return None
     if r.returncode != 0:
