@@ -274,7 +274,8 @@ class Doctor:
                  f"\"cuda_runtime.h: No such file or directory\". To use {self.selected_release}: {ways}.", self.hook)
 
     def _has(self, consumer):
-        return bool(self.torch_version) if consumer == "torch" else bool(self.flashinfer)
+        # A torch without CUDA never looks for a toolkit: its cpp_extension leaves CUDA_HOME None.
+        return bool(self.torch_version and self.p.torch_cuda) if consumer == "torch" else bool(self.flashinfer)
 
     def check_torch(self):
         tc = self.p.torch_cuda

@@ -1,0 +1,146 @@
+"""Which GPUs a torch build can run on, and which build the resolver assumes and suggests.
+
+  PTX           a build's PTX (compute_XY) is JIT-compiled by the driver for any newer GPU,
+                never for an older one; SASS runs only within its own major
+  assumed build without a torch version, a variant is judged by the newest torch
+                that ships it (what `pip install torch` gives today)
+  way out       of equally near CUDA releases, the lower one is suggested, whatever the
+                order of the data file
+
+The resolver runs on cudaenv's own data (cudaenv/data/torch_builds.json); where a rule
+only shows with data that differs from today's, the test says what it adds and why.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from cudaenv import resolver as rs
+from cudaenv.data import load
+
+TABLE = load("torch_builds.json")["builds"]
+
+
+def _torch_arch(findings) -> list[str]:
+    return [f.message for f in findings if f.rule == "torch-arch"]
+
+
+# --- PTX: forward to newer GPUs only ---------------------------------------------------------------
+
+
+def test_every_build_with_ptx_names_a_compute_target():
+    """The PTX branch reads `compute_XY`: a typo in the data would silently disable it."""
+    ptx = {b["ptx"] for builds in TABLE.values() for b in builds.values() if b.get("ptx")}
+    assert ptx and all(rs._covers({"sm": [], "ptx": p}, "sm_" + p.removeprefix("compute_")) for p in ptx), ptx
+
+
+@pytest.mark.parametrize("build, gpu, runs", [
+    # SASS: same major, same or newer minor.
+    ({"sm": ["sm_120"]}, "sm_121", True),
+    ({"sm": ["sm_120"]}, "sm_120a", True),
+    ({"sm": ["sm_90"]}, "sm_100", False),
+    ({"sm": ["sm_86"]}, "sm_80", False),
+    # PTX: JIT for the same or any newer compute capability, across majors.
+    ({"sm": [], "ptx": "compute_120"}, "sm_120", True),
+    ({"sm": [], "ptx": "compute_120"}, "sm_130", True),
+    ({"sm": [], "ptx": "compute_90"}, "sm_100", True),
+    ({"sm": [], "ptx": "compute_120"}, "sm_110", False),
+    ({"sm": [], "ptx": "compute_120"}, "sm_100", False),
+    ({"sm": ["sm_75"], "ptx": "compute_75"}, "sm_70", False),
+    ({"sm": [], "ptx": "compute_120"}, "not-an-arch", False),
+])
+def test_what_a_build_runs_on(build, gpu, runs):
+    assert rs._covers(build, gpu) is runs
+
+
+def test_a_gpu_newer_than_any_sass_is_reached_by_torchs_ptx():
+    """sm_130 (newer than every release cudaenv knows): torch 2.9+cu130 ships compute_120 PTX,
+    so its kernels JIT there and torch is not blamed; 2.7+cu128 ships no PTX and is."""
+    with_ptx = rs.plan(["sm_130"], "13.0", "2.9.0+cu130")
+    assert _torch_arch(with_ptx.findings) == []
+    without = rs.plan(["sm_130"], "12.8", "2.7.1+cu128")
+    assert _torch_arch(without.findings) == [
+        "torch 2.7+cu128 lacks sm_130: its own kernels cover sm_75, sm_80, sm_86, sm_90, sm_100, sm_120"]
+
+
+def test_ptx_does_not_reach_back_and_the_message_says_it_is_there():
+    """sm_110 (Thor) is older than compute_120 and of another major than any SASS in the build."""
+    r = rs.plan(["sm_110"], "13.0", "2.9.0+cu130")
+    assert _torch_arch(r.findings) == ["torch 2.9+cu130 lacks sm_110: its own kernels cover sm_75, sm_80, sm_86, "
+                                       "sm_90, sm_100, sm_120 (+PTX compute_120)"]
+
+
+def test_the_cli_reports_the_ptx_of_a_build(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "resolve", "--arch", "sm_110", "--torch-cuda", "13.0",
+                        "--json", "--python", "/nonexistent/python"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    data = json.loads(r.stdout)
+    arch = [f for f in data["findings"] if f["rule"] == "torch-arch"]
+    assert len(arch) == 1 and arch[0]["message"].endswith("(+PTX compute_120)"), data["findings"]
+    assert r.returncode == 2, r.stderr
+
+
+# --- the build assumed without a torch version --------------------------------------------------
+
+
+@pytest.fixture
+def newest_cu130_drops_sm_75(monkeypatch):
+    """Today's table plus a torch 2.16 whose cu130 build drops sm_75 (as 2.11 dropped sm_70
+    from cu128): the oldest and newest cu130 builds now differ."""
+    table = copy.deepcopy(load("torch_builds.json"))
+    newest = max(table["builds"], key=rs.key)
+    nxt = f"2.{int(newest.split('.')[1]) + 1}"
+    build = dict(table["builds"][newest]["cu130"])
+    build["sm"] = [s for s in build["sm"] if s != "sm_75"]
+    table["builds"][nxt] = {"cu130": build}
+
+    def patched(name):
+        return table if name == "torch_builds.json" else load(name)
+
+    monkeypatch.setattr(rs, "load", patched)
+    return nxt
+
+
+def test_without_a_torch_version_the_newest_build_of_the_variant_is_judged(newest_cu130_drops_sm_75):
+    """`--torch-cuda 13.0` alone means "a torch pip would install for cu130": the newest."""
+    r = rs.plan(["sm_75"], "13.0", None)
+    assert _torch_arch(r.findings) and "lacks sm_75" in _torch_arch(r.findings)[0], r.findings
+    assert rs.torch_build(None, "cu130")["sm"] == TABLE[max(TABLE, key=rs.key)]["cu130"]["sm"][1:]
+
+
+def test_with_a_torch_version_its_own_build_is_judged(newest_cu130_drops_sm_75):
+    assert _torch_arch(rs.plan(["sm_75"], "13.0", "2.9.0+cu130").findings) == []
+    # An unknown torch version falls back to the newest build shipping the variant.
+    assert _torch_arch(rs.plan(["sm_75"], "13.0", "2.99.0+cu130").findings)
+
+
+# --- the way out: nearest release, then newer torch, ties to the lower release -------------------
+
+
+def test_the_data_lists_each_torchs_variants_from_the_lowest_release():
+    """covering_build keeps the first of equally good builds: the data's order is its tie-break."""
+    for tv, builds in TABLE.items():
+        releases = [rs.key(rs.variant_release(v)) for v in builds]
+        assert releases == sorted(releases), (tv, list(builds))
+
+
+@pytest.mark.parametrize("torch_version, variant, gpu, way", [
+    # torch 2.6 built from source against CUDA 12.5: its cu124 and cu126 builds are equally
+    # near; the lower is suggested (its toolkit runs on more drivers).
+    ("2.6.0", "cu125", "sm_90", ("2.6", "cu124")),
+    ("2.8.0", "cu127", "sm_70", ("2.8", "cu126")),
+    # The nearest release first ...
+    ("2.9.0", "cu130", "sm_70", ("2.9", "cu128")),
+    (None, "cu129", "sm_70", ("2.8", "cu129")),
+    # ... among the torch versions that ship the variant, then the newest of those.
+    (None, "cu130", "sm_70", ("2.10", "cu128")),
+    (None, "cu128", "sm_70", ("2.10", "cu128")),
+])
+def test_the_way_out_is_the_nearest_release_then_the_newest_torch_then_the_lower_release(torch_version, variant,
+                                                                                         gpu, way):
+    assert rs.covering_build([gpu], torch_version, variant, lambda r: True) == way
