@@ -153,11 +153,17 @@ def fetch_bytes(url: str, limit: int = 64 << 20) -> bytes:
 
     def attempt(_):
         import requests
+        import urllib3
 
         with session().get(url, timeout=(connect_timeout(), settings.number("CUDAENV_READ_TIMEOUT")),
                            stream=True) as resp:
             _check_status(resp, url)
-            data = resp.raw.read(limit + 1, decode_content=True)
+            try:
+                data = resp.raw.read(limit + 1, decode_content=True)
+            except urllib3.exceptions.HTTPError as e:
+                # The raw stream raises urllib3's errors, which requests' handling never sees:
+                # a body cut short (or a read timeout) is a transient failure like any other.
+                raise requests.exceptions.ChunkedEncodingError(type(e).__name__) from None
             if len(data) > limit:
                 raise DownloadError(f"{url}: document larger than {limit} bytes")
             expected = resp.headers.get("Content-Length")
