@@ -516,8 +516,12 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
         raise SourceFailure(str(e)) from None
     with staging_tree(release) as staging:
         linker = cache.Linker()
+        # Archives are extracted in the cache, then the toolkit is assembled in staging: a full
+        # disk is named by the step that hit it, which may be another filesystem.
+        step = ("extracting the archives", cache.trees_root())
         try:
             trees = _unpack_all(report.items, force, progress) if report else {}
+            step = ("building the toolkit", staging.parent)
             if previous is not None and final.is_dir():
                 cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
             for art in new:
@@ -529,7 +533,7 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
             raise SourceFailure(f"refusing unsafe archive: {e}") from None
         except OSError as e:
             if e.errno == errno.ENOSPC:
-                raise SourceFailure(f"no space left while building the toolkit in {staging.parent}") from None
+                raise SourceFailure(f"no space left while {step[0]} in {step[1]}") from None
             raise
         src.finalize(staging, plan)
         stub_note = layout.add_driver_stub(staging)
