@@ -15,9 +15,10 @@ import pytest
 from cudaenv import data
 from cudaenv import resolver as rs
 from cudaenv.data import load
+from real_toolkit import real_toolkit, require
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "gen_data.py"
-LOCAL_CUDA = Path("/usr/local/cuda-13.0")
+LOCAL_CUDA = real_toolkit()
 FILES = ["arch_support.json", "drivers.json", "torch_builds.json", "consumers.json", "nvcc_releases.json"]
 
 
@@ -173,8 +174,7 @@ def test_nvcc_table_has_no_component_in_both_maps():
 
 
 def test_gen_data_checks_local_toolkit():
-    if not os.access(LOCAL_CUDA / "bin" / "ptxas", os.X_OK):
-        pytest.skip(f"no real toolkit at {LOCAL_CUDA}")
+    require("ptxas")
     r = subprocess.run([sys.executable, str(SCRIPT), "archs", "--check", "--local", str(LOCAL_CUDA)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from cudaenv import discover
+from real_toolkit import require
 from toolkits import base_env, make_toolkit
 
 
@@ -116,10 +116,9 @@ def test_cudaenv_own_path_entries_are_not_system(tmp_path, monkeypatch):
     assert discover.dynamic_system_root(env) is None
 
 
-@pytest.mark.skipif(not os.access("/usr/local/cuda-13.0/bin/nvcc", os.X_OK),
-                    reason="no CUDA toolkit at /usr/local/cuda-13.0 on this machine")
 def test_real_system_toolkit_is_discovered(tmp_path):
-    env = base_env(tmp_path / "root", search="/usr/local/cuda:/usr/local/cuda-*")
+    tk = require("nvcc")
+    env = base_env(tmp_path / "root", search=f"/usr/local/cuda:/usr/local/cuda-*:{tk}")
     data = run_json(["versions", "--json"], env, tmp_path)
-    real = [d for d in data if os.path.realpath(d["root"]) == "/usr/local/cuda-13.0"]
+    real = [d for d in data if os.path.realpath(d["root"]) == os.path.realpath(tk)]
     assert real and real[0]["release"].startswith("13.0") and not real[0]["managed"]

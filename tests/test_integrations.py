@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from httpserver import FileServer
+from real_toolkit import real_toolkit, require
 from redist_mirror import RedistMirror
 from toolkits import base_env
 
@@ -24,7 +25,7 @@ EXAMPLES = REPO / "examples"
 DOCKER_SCRIPT = EXAMPLES / "docker" / "install-toolkit.sh"
 ACTION_SCRIPT = EXAMPLES / "github" / "setup-cuda.sh"
 DIRENV_LIB = EXAMPLES / "direnv" / "cudaenv.sh"
-REAL_CUDA = Path("/usr/local/cuda-13.0")
+REAL_CUDA = real_toolkit()
 
 
 def cudaenv(*args, env, cwd, check=True):
@@ -370,8 +371,7 @@ add_executable(tiny tiny.cu)
 def test_cmake_configures_with_the_selected_toolkit(tmp_path):
     if not shutil.which("cmake"):
         pytest.skip("cmake is not installed")
-    if not os.access(REAL_CUDA / "bin" / "nvcc", os.X_OK):
-        pytest.skip(f"no real nvcc at {REAL_CUDA}/bin/nvcc; CMake's CUDA check needs one")
+    require("nvcc")  # CMake's CUDA check runs a real nvcc
     if not shutil.which("c++"):
         pytest.skip("no host C++ compiler")
     src = tmp_path / "src"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from real_toolkit import real_toolkit, require
 from toolkits import base_env, make_toolkit, managed, rehashed_store
 
 DEEP = "a/b/c/d/e"
@@ -201,12 +202,11 @@ def test_shim_uses_no_python_and_no_helper_process(store):
     assert not [line for line in p.stderr.splitlines() if "clone" in line or "fork" in line], p.stderr
 
 
-REAL_NVCC = Path("/usr/local/cuda-13.0/bin/nvcc")
+REAL_NVCC = real_toolkit() / "bin" / "nvcc"
 
 
 def test_real_nvcc_compiles_through_shim(tmp_path, capsys):
-    if not os.access(REAL_NVCC, os.X_OK):
-        pytest.skip(f"{REAL_NVCC} is not present on this machine")
+    require("nvcc")
     root = tmp_path / "root"
     env = base_env(root, search=str(REAL_NVCC.parent.parent))
     assert cudaenv(env, "rehash").returncode == 0

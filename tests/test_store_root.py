@@ -22,9 +22,10 @@ from pathlib import Path
 import pytest
 
 from fakemachine import Machine
+from real_toolkit import real_toolkit, require
 from toolkits import base_env, make_toolkit, managed
 
-REAL_TOOLKIT = Path("/usr/local/cuda-13.0")
+REAL_TOOLKIT = real_toolkit()
 
 
 def cudaenv(env, *args, cwd=None):
@@ -293,10 +294,10 @@ def test_read_only_store_is_never_rewritten(store, tmp_path):
         subprocess.run(["umount", str(root)], capture_output=True)
 
 
-@pytest.mark.skipif(not os.access(REAL_TOOLKIT / "bin" / "nvcc", os.X_OK), reason=f"{REAL_TOOLKIT} is not here")
 def test_real_toolkit_builds_with_torch_build_line(tmp_path):
     """The real NVIDIA toolkit as `system`: the build line cpp_extension writes
     (nvcc -I$CUDA_HOME/include ... -L$CUDA_HOME/lib64 -lcudart) works with the CUDA_HOME torch finds."""
+    require("nvcc")
     root = tmp_path / "root"
     env = base_env(root, search=str(REAL_TOOLKIT))
     assert cudaenv(env, "rehash").returncode == 0
