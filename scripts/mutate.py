@@ -45,10 +45,12 @@ TESTS = {
     "shims/select.sh": [SURVIVORS, "tests/test_shims.py", "tests/test_selection_sh.py"],
     "shims/hook.sh": [SURVIVORS, "tests/test_hooks.py", "tests/test_selection_sh.py"],
     "cudaenv/extract.py": [SURVIVORS, "tests/test_extract.py", "tests/test_deb.py"],
-    "cudaenv/download.py": [SURVIVORS, "tests/test_download.py"],
-    "cudaenv/install.py": [SURVIVORS, "tests/test_install.py"],
-    "cudaenv/resolver.py": [SURVIVORS, "tests/test_resolve.py"],
-    "cudaenv/diagnostics.py": [SURVIVORS, "tests/test_doctor.py", "tests/test_doctor_machines.py"],
+    "cudaenv/download.py": [SURVIVORS, "tests/test_fetch_limits.py", "tests/test_download.py"],
+    "cudaenv/install.py": [SURVIVORS, "tests/test_disk_full.py", "tests/test_install.py"],
+    "cudaenv/resolver.py": [SURVIVORS, "tests/test_torch_builds.py", "tests/test_resolve.py"],
+    "cudaenv/diagnostics.py": [SURVIVORS, "tests/test_torch_without_cuda.py", "tests/test_doctor.py",
+                               "tests/test_doctor_machines.py"],
+    "cudaenv/machine.py": ["tests/test_gpu_detection.py", "tests/test_probe.py"],
 }
 
 
@@ -73,14 +75,20 @@ MUTATIONS = [
              "if best is None or score <= best[0]:", "ties between way-out builds go to the last one seen"),
     Mutation("R7", "cudaenv/resolver.py", "return rows[-1][2] if rows else None", "return rows[0][2] if rows else None",
              "a torch build is looked up in the oldest release shipping it"),
-    # extraction (the realpath design, then the dir-fd design)
-    Mutation("X2", "cudaenv/extract.py", "if not _inside(self.root, os.path.realpath(parent)):", "if False:",
-             "the symlinked-parent check is dropped"),
+    Mutation("R8", "cudaenv/resolver.py", "if p and (int(p.group(1)), int(p.group(2))) <= (gmaj, gmin):",
+             "if p:", "a build's PTX is taken to JIT for older GPUs too"),
+    Mutation("R9", "cudaenv/resolver.py", '    ptx = build.get("ptx")\n    if ptx:', "    ptx = None\n    if ptx:",
+             "a build's PTX is ignored: newer GPUs it reaches are reported as lacking kernels"),
+    # extraction: link targets, directories opened without following links, modes
+    Mutation("X2", "cudaenv/extract.py", '    if ".." in parts[climb:]:', "    if False:",
+             "a link target with '..' after a name is allowed (two chained links then lead outside)"),
     Mutation("X2b", "cudaenv/extract.py", "_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC",
              "_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC",
              "directories of a member's path are opened through symlinks"),
-    Mutation("X3", "cudaenv/extract.py", "_SAFE_MODE_BITS = 0o777", "_SAFE_MODE_BITS = 0o7777",
-             "setuid, setgid and sticky bits are kept"),
+    Mutation("X3", "cudaenv/extract.py", "    return (mode & 0o755) | 0o700", "    return (mode & 0o7777) | 0o700",
+             "directory modes keep group/world write, setgid and sticky bits"),
+    Mutation("X3c", "cudaenv/extract.py", "    return mode if mode & 0o100 else mode & ~0o111", "    return mode",
+             "a file its owner cannot execute stays executable for others"),
     Mutation("X3b", "cudaenv/extract.py", "mode = (mode & 0o755) | 0o600", "mode = (mode & 0o7777) | 0o600",
              "file modes are not masked"),
     # download
@@ -91,6 +99,8 @@ MUTATIONS = [
              "        if True:\n            return True", "a cached archive is trusted without re-hashing it"),
     Mutation("D4", "cudaenv/download.py", "            if len(data) > limit:", "            if len(data) > limit + 1:",
              "fetch_bytes returns a document over its limit"),
+    Mutation("D5", "cudaenv/download.py", "            except urllib3.exceptions.HTTPError as e:",
+             "            except ImportError as e:", "a document cut short escapes fetch_bytes as a urllib3 traceback"),
     # install
     Mutation("I1", "cudaenv/install.py", "    else:\n        os.rename(staging, final)",
              "    else:\n        shutil.copytree(staging, final, symlinks=True)",
@@ -99,6 +109,8 @@ MUTATIONS = [
              "    path = d / name", "the staging directory is not held with flock"),
     Mutation("I4", "cudaenv/install.py", "    if got != release.short:", "    if False:",
              "the smoke test accepts an nvcc of another release"),
+    Mutation("I5", "cudaenv/install.py", '            step = ("building the toolkit", staging.parent)\n', "",
+             "a full store is reported as a full cache"),
     # doctor
     Mutation("DR2", "cudaenv/diagnostics.py", 'self.add("gpu-target", "error",', 'self.add("gpu-target", "warn",',
              "the gpu-target error is downgraded to a warning"),
@@ -106,6 +118,17 @@ MUTATIONS = [
              "the driver warning is reported as ok"),
     Mutation("DR4", "cudaenv/diagnostics.py", 'self.add("driver-torch", "error",', 'self.add("driver-torch", "warn",',
              "a driver that cannot run torch's own CUDA is only a warning"),
+    Mutation("DR5", "cudaenv/diagnostics.py", "return bool(self.torch_version and self.p.torch_cuda) if consumer",
+             "return bool(self.torch_version) if consumer", "a torch without CUDA is judged by where it would find a toolkit"),
+    # GPU detection
+    Mutation("G1", "cudaenv/machine.py", 'text=True, errors="replace", timeout=30', "text=True, timeout=30",
+             "nvidia-smi output that is not UTF-8 crashes the probe"),
+    Mutation("G2", "cudaenv/machine.py", "    if r.returncode != 0:\n        return None\n    return parse_smi",
+             "    return parse_smi", "the output of a failing nvidia-smi is trusted"),
+    Mutation("G3", "cudaenv/machine.py", 'found, source = nvml_gpus(), "nvml"', 'found, source = None, "nvml"',
+             "NVML is never asked when nvidia-smi gives nothing"),
+    Mutation("G4", "cudaenv/machine.py", "if len(parts) < 4 or not parts[0].isdigit():", "if len(parts) < 4:",
+             "a header or warning line of nvidia-smi is read as a GPU"),
     # selection, Python and shell
     Mutation("S1", "cudaenv/selection.py", '    if value.strip(" \\t"):', '    if False:',
              "CUDAENV_VERSION is ignored"),
