@@ -10,6 +10,7 @@ whose process loads libnvidia-ml.so.1 from LD_LIBRARY_PATH like any program woul
 
 from __future__ import annotations
 
+import ctypes.util
 import importlib.util
 import json
 import shutil
@@ -85,6 +86,11 @@ int nvmlDeviceGetCudaComputeCapability(device_t *h, int *major, int *minor) {
 
 NVML_DRIVER_NOT_LOADED = 9  # nvml.h: what NVML returns on a machine without the kernel module
 
+# Where the test expects no GPU at all, a machine with a real driver would answer through its
+# own NVML (found by the loader whatever LD_LIBRARY_PATH says).
+without_real_nvml = pytest.mark.skipif(bool(ctypes.util.find_library("nvidia-ml")),
+                                       reason="this machine has a real libnvidia-ml: NVML would find its GPUs")
+
 
 @pytest.fixture(scope="module")
 def libnvml(tmp_path_factory) -> Path:
@@ -152,6 +158,7 @@ def test_nvml_without_a_driver_is_no_gpu_and_says_so(tmp_path, libnvml):
     assert p["gpu_tried"][:2] == ["nvidia-smi not on PATH", "NVML found no GPU"]
 
 
+@without_real_nvml
 def test_nvml_library_missing_is_no_gpu(tmp_path, libnvml):
     """pynvml installed, no libnvidia-ml.so.1 anywhere (a machine without the driver)."""
     m = Machine(tmp_path, gpus=None, torch=None)
@@ -187,6 +194,7 @@ def test_nvidia_smi_failing_falls_back_to_nvml(tmp_path, libnvml):
     # Success-looking output with a failing status is not trusted.
     (SMI["h100x2"].format(driver="570.124.06"), 255),
 ])
+@without_real_nvml
 def test_nvidia_smi_failing_without_nvml_is_no_gpu_but_the_driver_is_read(tmp_path, stdout, code):
     m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch=None)
     _smi(m, f"cat <<'EOF'\n{stdout}EOF\nexit {code}\n")
@@ -211,6 +219,7 @@ def test_a_hanging_nvidia_smi_is_killed_and_nvml_answers(tmp_path, libnvml):
     assert not Path(f"/proc/{pid}").exists(), "the hung nvidia-smi was left running"
 
 
+@without_real_nvml
 def test_nvidia_smi_that_cannot_run_is_skipped(tmp_path):
     """An nvidia-smi on PATH that is not executable as a program (a broken install)."""
     m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch=None)
@@ -261,6 +270,7 @@ def test_nvidia_smi_output_that_is_not_utf8_is_no_traceback(tmp_path):
     assert "sm_90" in r.stdout
 
 
+@without_real_nvml
 def test_doctor_reports_a_machine_whose_nvidia_smi_fails(tmp_path):
     """The human report on such a machine: no GPU found, how it was looked for, no traceback."""
     m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch=None)
