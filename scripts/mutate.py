@@ -142,10 +142,32 @@ MUTATIONS = [
 ]
 
 
+# Packages that live outside cudaenv/ in the repository and are mapped into it by
+# pyproject's package-dir. An editable install maps them to the checkout it was made
+# from, so without these links the copy would import another tree's shell templates
+# and every mutation of shims/*.sh would go untested.
+MAPPED_PACKAGES = {"cudaenv/shell_templates": "shims", "cudaenv/completions": "completions"}
+
+
 def copy_tree(dest: Path) -> None:
     """The working tree as it is now (uncommitted edits too), without .git and caches."""
     shutil.copytree(REPO, dest, symlinks=True,
                     ignore=shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".pytest_cache", "site", "*.egg-info"))
+    for package, source in MAPPED_PACKAGES.items():
+        if not (dest / package).exists():
+            (dest / package).symlink_to(os.path.relpath(dest / source, (dest / package).parent))
+
+
+def check_imports(tree: Path) -> None:
+    """Fail unless the copy imports cudaenv and its templates from itself."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    code = ("import cudaenv, cudaenv.shell_templates as t, os; "
+            "print(os.path.realpath(cudaenv.__path__[0])); print(os.path.realpath(list(t.__path__)[0]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True,
+                         check=True).stdout.split()
+    expected = [os.path.realpath(tree / "cudaenv"), os.path.realpath(tree / "shims")]
+    if out != expected:
+        sys.exit(f"mutate.py: the copy imports {out}, not itself ({expected})")
 
 
 def run_tests(tree: Path, args: list[str], timeout: float) -> tuple[str, float, str]:
@@ -193,6 +215,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="cudaenv-mutate-") as tmp:
         tree = Path(tmp) / "tree"
         copy_tree(tree)
+        check_imports(tree)
         if not opts.no_baseline:
             args = list(dict.fromkeys(a for m in chosen for a in m.args()))
             status, secs, tail = run_tests(tree, args, opts.timeout)
