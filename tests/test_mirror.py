@@ -499,3 +499,20 @@ def test_a_web_index_may_not_point_at_local_files(tmp_path):
     # The same page read from disk is a file:// index, whose wheels may be local.
     art = PypiSource(tmp_path.joinpath("simple").as_uri()).pin(Requirement("nvidia-cuda-nvcc==13.0.88"), "nvcc")
     assert art.url == f"file:///etc/{wheel}" and art.sha256 == "a" * 64
+
+
+def test_air_gapped_site_with_only_a_file_url_wheel_index(tmp_path, wheel_index):
+    """A node with no network and CUDAENV_PYPI_URL on a shared filesystem: listing and the default source work."""
+    mirror = tmp_path / "wheels"
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0", "--source", "pypi", "--profile", "minimal",
+                 url=wheel_index.url)
+    assert r.returncode == 0, r.stderr
+    wheel_index.close()
+    index = (mirror / "simple").as_uri() + "/"
+    r = offline_cli(tmp_path, "user", "install", "--list", "--source", "pypi", CUDAENV_PYPI_URL=index)
+    assert r.returncode == 0 and "13.0.2" in r.stdout, r.stdout + r.stderr
+    # --source auto: NVIDIA's servers are unreachable, so the wheel mirror is where the toolkit comes from.
+    r = offline_cli(tmp_path, "user", "install", "13.0", "--profile", "minimal", "-q", CUDAENV_PYPI_URL=index)
+    assert r.returncode == 0, r.stderr
+    receipt = json.loads((tmp_path / "user" / "root" / "versions" / "13.0.2" / ".cudaenv-receipt.json").read_text())
+    assert receipt["source"] == "pypi", receipt
