@@ -141,13 +141,13 @@ class FileLock:
         kinds = (self.requested,) if self.requested != "auto" else self._auto_order()
         for i, kind in enumerate(kinds):
             if kind == "lockdir":
-                self.backend = "lockdir"
+                self._chose("lockdir")
                 return self._acquire_lockdir(blocking)
             try:
                 self._os_call(fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB, kind)
             except (BlockingIOError, PermissionError) as e:
                 if e.errno in (errno.EAGAIN, errno.EACCES):
-                    self.backend = kind
+                    self._chose(kind)
                     return False  # held by someone else (lockf says EACCES or EAGAIN)
                 raise
             except OSError as e:
@@ -158,11 +158,15 @@ class FileLock:
                         f"{self.path}: {kind} locks do not work on this filesystem ({os.strerror(e.errno)}); "
                         "set CUDAENV_LOCK=auto or lockdir (see docs/guides/shared-store.md)") from None
                 continue
-            self.backend = kind
-            if self.requested == "auto":
-                _backend_by_device[self._device()] = kind
+            self._chose(kind)
             return True
         raise AssertionError("unreachable: lockdir ends every auto order")
+
+    def _chose(self, kind: str) -> None:
+        """`kind` works here (or is the last resort): remember it for this filesystem."""
+        self.backend = kind
+        if self.requested == "auto":
+            _backend_by_device[self._device()] = kind
 
     def _auto_order(self) -> tuple[str, ...]:
         known = _backend_by_device.get(self._device())
