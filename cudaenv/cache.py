@@ -32,7 +32,7 @@ import stat
 import time
 from pathlib import Path
 
-from . import store
+from . import locking, store
 
 TREE_MARKER = ".cudaenv-tree.json"
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
@@ -92,8 +92,7 @@ def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
     if not fresh and has_tree(art.sha256):
         return final, False
     trees_root().mkdir(parents=True, exist_ok=True)
-    with open(trees_root() / f"{art.sha256}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locking.held(trees_root() / f"{art.sha256}.lock"):
         if not fresh and has_tree(art.sha256):
             return final, False  # another install unpacked it while we waited
         for name in os.listdir(trees_root()):
@@ -340,7 +339,7 @@ def archive_entries() -> list[dict]:
     except FileNotFoundError:
         return out
     for e in entries:
-        if e.name.endswith(".lock") or not e.is_file():
+        if locking.is_lock_name(e.name) or not e.is_file():
             continue
         sha = e.name.removesuffix(".part")
         st = e.stat()
@@ -358,7 +357,7 @@ def tree_entries() -> list[dict]:
     except FileNotFoundError:
         return out
     for e in entries:
-        if e.name.startswith(".") or e.name.endswith(".lock") or not e.is_dir():
+        if e.name.startswith(".") or locking.is_lock_name(e.name) or not e.is_dir():
             continue
         marker = Path(e.path) / TREE_MARKER
         try:
@@ -413,15 +412,7 @@ def _remove(entry: dict) -> bool:
 
 def _lock_free(sha: str, directory: Path) -> bool:
     """True when no install is using (downloading/unpacking) this sha right now."""
-    lock = directory / f"{sha}.lock"
-    if not lock.exists():
-        return True
-    with open(lock, "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
+    return locking.is_free(directory / f"{sha}.lock")
 
 
 def prune(older_than: float | None = None, uninstalled: bool = False, dry_run: bool = False) -> dict:

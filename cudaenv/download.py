@@ -18,7 +18,6 @@ CUDAENV_DOWNLOAD_JOBS (parallel downloads, default 4).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -32,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import settings
+from . import locking, settings
 from .cache import archives_root
 from .progress import Progress, quiet
 from .sources.base import Artifact, SourceError, Unreachable
@@ -297,8 +296,7 @@ class Downloader:
             self.progress.item_done(f"  {art.filename}: cached")
             return Fetched(art, final, 0)
         # Two installs sharing an archive: the second waits, then finds it cached.
-        with open(final.with_name(art.sha256 + ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with locking.held(final.with_name(art.sha256 + ".lock")):
             if self._cache_hit(art, final):
                 self.progress.advance(art.size or 0)
                 return Fetched(art, final, 0)

@@ -5,11 +5,11 @@ An install of release R:
      asked for, answer from the store: no network (unless --refresh or --force);
   1. validate the spec, pick the source and the newest matching release (an
      exact release planned before is read from the plan cache, see cache.py);
-  2. take locks/R.lock (flock): a second install of R waits, then finds it installed;
+  2. take locks/R.lock (locking.py): a second install of R waits, then finds it installed;
   3. check free space, download the archives not unpacked before (verified
      against size and sha256; two installs sharing an archive fetch it once);
   4. make staging/R-<pid>-<random>/ (same filesystem as versions/), guarded by its own
-     flock so a cleaner never removes the staging of a running install;
+     lock so a cleaner never removes the staging of a running install;
   5. unpack each new archive once into the cache's content-addressed trees
      (with the checks of extract.py), then hardlink the trees into the staging
      tree (reflink or copy across filesystems), re-check every symlink, let the
@@ -26,7 +26,6 @@ install removes it. versions/ only ever holds complete toolkits.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import re
 import secrets
@@ -38,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import components, extract, settings, store
+from . import components, extract, locking, settings, store
 from .errors import (EX_BAD_INPUT, EX_NOT_INSTALLED, EX_OK, EX_SOURCE, CudaenvError, InputError, NotInstalledError,
                      SourceFailureError)
 from .progress import Progress, human_bytes, quiet
@@ -187,62 +186,63 @@ def choose(spec: Spec, source: str, profile: str, extra) -> tuple[object, Plan, 
 @contextmanager
 def version_lock(release: Release, progress: Progress):
     store.locks_dir().mkdir(parents=True, exist_ok=True)
-    with open(store.locks_dir() / f"{release}.lock", "w") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            progress.message(f"waiting for another install of {release} to finish")
-            fcntl.flock(f, fcntl.LOCK_EX)
+    path = store.locks_dir() / f"{release}.lock"
+
+    def waiting():
+        who = locking.holder(path)
+        progress.message(f"waiting for another install of {release} to finish" + (f" ({who})" if who else ""))
+
+    with locking.held(path, on_wait=waiting):
         yield
 
 
 def clean_stale_staging() -> list[str]:
-    """Remove staging trees whose install is gone (its flock is free)."""
+    """Remove staging trees whose install is gone (its lock is free)."""
     removed = []
     d = store.staging_dir()
     try:
         names = os.listdir(d)
     except FileNotFoundError:
         return removed
-    for name in names:
-        if not name.endswith(".lock"):
-            if name in removed:
-                continue  # its lock came first in the listing and it is gone already
-            if not os.path.exists(d / f"{name}.lock"):
-                shutil.rmtree(d / name, ignore_errors=True)  # no lock at all: orphaned
-                removed.append(name)
+    trees = {n for n in names if not locking.is_lock_name(n)}
+    # A lock file whose tree is gone (killed between rmtree and unlink) is cleaned like a tree.
+    trees |= {n[: -len(".lock")] for n in names if n.endswith(".lock") and n[: -len(".lock")] not in trees}
+    for name in sorted(trees):
+        lock_file = d / f"{name}.lock"
+        if not os.path.exists(lock_file):
+            shutil.rmtree(d / name, ignore_errors=True)  # no lock at all: orphaned
+            removed.append(name)
             continue
-        tree = name[: -len(".lock")]
-        with open(d / name, "a") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue  # a running install owns it
-            shutil.rmtree(d / tree, ignore_errors=True)
-            os.unlink(d / name)
-            removed.append(tree)
+        lock = locking.FileLock(lock_file)
+        if not lock.acquire(blocking=False):
+            continue  # a running install owns it
+        try:
+            shutil.rmtree(d / name, ignore_errors=True)
+            os.unlink(lock_file)
+            removed.append(name)
+        finally:
+            lock.release()
     return removed
 
 
 @contextmanager
 def staging_tree(release: Release):
-    """A fresh staging directory, held by a flock for as long as the install runs."""
+    """A fresh staging directory, held by its lock for as long as the install runs."""
     d = store.staging_dir()
     d.mkdir(parents=True, exist_ok=True)
     name = f"{release}-{os.getpid()}-{secrets.token_hex(4)}"
-    lock = open(d / f"{name}.lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    path = d / name
-    path.mkdir()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    lock_file = d / f"{name}.lock"
+    with locking.held(lock_file):
+        path = d / name
+        path.mkdir()
         try:
-            os.unlink(d / f"{name}.lock")
-        except FileNotFoundError:
-            pass
-        lock.close()
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+            try:
+                os.unlink(lock_file)
+            except FileNotFoundError:
+                pass
 
 
 # -- checks -----------------------------------------------------------------------

@@ -19,39 +19,28 @@ Metrics (all gauges; info metrics carry their values as labels and are 1):
 from __future__ import annotations
 
 import os
-import tempfile
 import time
-from pathlib import Path
 
 from .errors import CudaenvError
 
+# Rendering is plain string formatting of the text format: doctor already paid for its probe,
+# and this module must add nothing measurable to it (no client library, no tempfile until --output).
 PREFIX = "cudaenv_"
 _STATUS = {"ok": 0, "warn": 1, "error": 2}
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})  # the format's label escaping
 
 
-def _escape(value) -> str:
-    # The text format's label escaping: backslash, double quote and newline.
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-class _Exposition:
-    """Families in order, each with its HELP and TYPE lines once."""
-
-    def __init__(self):
-        self.lines: list[str] = []
-
-    def family(self, name: str, help_text: str, samples) -> None:
-        samples = list(samples)
-        if not samples:
-            return
-        self.lines.append(f"# HELP {PREFIX}{name} {help_text}")
-        self.lines.append(f"# TYPE {PREFIX}{name} gauge")
-        for labels, value in samples:
-            rendered = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-            self.lines.append(f"{PREFIX}{name}{{{rendered}}} {value}" if rendered else f"{PREFIX}{name} {value}")
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+def _family(lines: list[str], name: str, help_text: str, samples) -> None:
+    """One metric family: HELP and TYPE once, then a line per (labels, value); none without samples."""
+    if not samples:
+        return
+    lines.append(f"# HELP {PREFIX}{name} {help_text}\n# TYPE {PREFIX}{name} gauge")
+    for labels, value in samples:
+        if labels:
+            rendered = ",".join(f'{k}="{str(v).translate(_ESCAPES)}"' for k, v in labels.items())
+            lines.append(f"{PREFIX}{name}{{{rendered}}} {value}")
+        else:
+            lines.append(f"{PREFIX}{name} {value}")
 
 
 def _minor(release: str | None) -> str:
@@ -61,28 +50,27 @@ def _minor(release: str | None) -> str:
 def render(report, now: float | None = None) -> str:
     """The doctor Report (cudaenv.diagnostics.Report) as Prometheus text exposition format 0.0.4."""
     p = report.probe
-    out = _Exposition()
-    out.family("doctor_check_status", "Result of one cudaenv doctor check: 0 ok, 1 warn, 2 error.",
-               [({"check": c.id}, _STATUS[c.status]) for c in report.checks])
-    out.family("doctor_status", "Worst cudaenv doctor check: 0 ok, 1 warn, 2 error.",
-               [({}, _STATUS[report.status])])
-    out.family("doctor_last_run_timestamp_seconds", "Unix time at which cudaenv doctor ran.",
-               [({}, f"{time.time() if now is None else now:.3f}")])
+    out: list[str] = []
+    _family(out, "doctor_check_status", "Result of one cudaenv doctor check: 0 ok, 1 warn, 2 error.",
+            [({"check": c.id}, _STATUS[c.status]) for c in report.checks])
+    _family(out, "doctor_status", "Worst cudaenv doctor check: 0 ok, 1 warn, 2 error.",
+            [(None, _STATUS[report.status])])
+    _family(out, "doctor_last_run_timestamp_seconds", "Unix time at which cudaenv doctor ran.",
+            [(None, f"{time.time() if now is None else now:.3f}")])
     if p.driver:
-        out.family("driver_info", "NVIDIA driver version seen by cudaenv doctor.",
-                   [({"version": p.driver}, 1)])
-    out.family("gpu_info", "One visible GPU and its architecture.",
-               [({"index": g.index, "name": g.name, "arch": g.sm}, 1) for g in p.gpus])
+        _family(out, "driver_info", "NVIDIA driver version seen by cudaenv doctor.", [({"version": p.driver}, 1)])
+    _family(out, "gpu_info", "One visible GPU and its architecture.",
+            [({"index": g.index, "name": g.name, "arch": g.sm}, 1) for g in p.gpus])
     torch_version = p.python.version("torch") if p.python else None
     if torch_version:
-        out.family("torch_info", "torch in the checked Python and the CUDA release it was built with.",
-                   [({"version": torch_version, "cuda": (p.python.torch_cuda or "")}, 1)])
+        _family(out, "torch_info", "torch in the checked Python and the CUDA release it was built with.",
+                [({"version": torch_version, "cuda": (p.python.torch_cuda or "")}, 1)])
     sel = p.selection or {}
     if sel.get("release"):
-        out.family("toolkit_info", "The CUDA toolkit cudaenv selects here.",
-                   [({"release": sel["release"], "minor": _minor(sel["release"]),
-                      "source": sel.get("source") or ""}, 1)])
-    return out.text()
+        _family(out, "toolkit_info", "The CUDA toolkit cudaenv selects here.",
+                [({"release": sel["release"], "minor": _minor(sel["release"]), "source": sel.get("source") or ""},
+                  1)])
+    return "\n".join(out) + "\n"
 
 
 class OutputError(CudaenvError):
@@ -91,6 +79,9 @@ class OutputError(CudaenvError):
 
 def write_atomic(path: str | os.PathLike, text: str) -> None:
     """Replace `path` with `text` so that a reader sees the old file or the new one, never a part."""
+    import tempfile
+    from pathlib import Path
+
     target = Path(path)
     directory = target.parent
     if not directory.is_dir():

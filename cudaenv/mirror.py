@@ -32,7 +32,8 @@ It holds, for each release, the `cuda-toolkit` meta-package wheel the PyPI
 source reads its pins from, and every component wheel of the pinned version
 for each chosen platform's architecture (all glibc levels of it, so any host
 of that architecture finds the wheel it would pick). Point CUDAENV_PYPI_URL at
-DIR/simple/ as served over http(s). Hashes come from the upstream index, and
+DIR/simple/, served over http(s) or as a file:// URL on a shared filesystem
+(read like pip reads one). Hashes come from the upstream index, and
 a DIR holds one source's layout only.
 """
 

@@ -49,8 +49,11 @@ _TABLE = (
             "The redist server or mirror (http://, https:// or file://).", "sources.redist, mirror"),
     Setting("CUDAENV_REDIST_PLATFORM", "", "Force the redist platform (linux-x86_64, linux-sbsa, "
             "linux-aarch64; default: this machine's).", "sources.redist"),
-    Setting("CUDAENV_PYPI_URL", "", "The simple index for the pypi source (default: PIP_INDEX_URL, then "
-            "pip's configuration, then PyPI).", "sources.pypi"),
+    Setting("CUDAENV_LOCK", "auto", "How install, download and cache locks are held: `flock`, `posix` "
+            "(fcntl byte-range locks), `lockdir` (an atomic directory with its owner's pid and host), or `auto`: "
+            "flock, falling back to posix, then lockdir, where the filesystem refuses one.", "locking"),
+    Setting("CUDAENV_PYPI_URL", "", "The simple index for the pypi source, http(s):// or file:// (default: "
+            "PIP_INDEX_URL, then pip's configuration, then PyPI).", "sources.pypi"),
     Setting("CUDAENV_APT_REPO", "", "NVIDIA's apt repository URL (default: the one for this distro).",
             "sources.apt"),
     Setting("CUDAENV_APT_DISTRO", "", "Force the distro name (debian12, ubuntu2204, ubuntu2404; "

@@ -135,6 +135,101 @@ def test_dockerfile_layers_cache_the_toolkit():
     assert re.search(r"COPY examples/docker/install-toolkit.sh\s+/usr/local/bin/cudaenv-install-toolkit", text)
 
 
+# --- Docker: the multi-stage example, its own instructions executed -----------------------------
+
+MULTISTAGE = EXAMPLES / "docker" / "Dockerfile.multistage"
+
+
+@pytest.fixture(scope="module")
+def cudaenv_wheel(tmp_path_factory):
+    """This checkout as a wheel, served over loopback HTTP: what CUDAENV_PIP names in a real build."""
+    out = tmp_path_factory.mktemp("wheel")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"cannot build cudaenv's wheel here (pip wheel failed): {r.stderr.strip()[-200:]}")
+    wheel = next(out.glob("cudaenv-*.whl"))
+    with FileServer(out) as srv:
+        yield srv.url + wheel.name
+
+
+@pytest.fixture
+def multistage_build(tmp_path, mirror, cudaenv_wheel):
+    from dockerbuild import DockerfileRun
+
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / ".cuda-version").write_text("13.0\n")
+    (context / "app.py").write_text("print('app')\n")
+    # The store's path is a build arg, the same absolute path in both stages, as the Dockerfile requires.
+    build_args = {"CUDAENV_PIP": cudaenv_wheel, "CUDAENV_REDIST_URL": mirror.url,
+                  "CUDAENV_ROOT": str(tmp_path / "image" / "opt" / "cudaenv"),
+                  "CUDAENV_CACHE_DIR": str(tmp_path / "image" / "var" / "cache" / "cudaenv")}
+    # The base image: no CUDA of its own. The fixture's stub archives carry real release numbers,
+    # so their pins stand in for the ones shipped with cudaenv.
+    from redist_mirror import pins_for_url
+
+    base = {"CUDAENV_SYSTEM_SEARCH": "", "CUDAENV_PINS": str(pins_for_url(mirror.url))}
+    run = DockerfileRun(MULTISTAGE, context, tmp_path / "build", build_args, base,
+                        arg_paths=("CUDAENV_ROOT", "CUDAENV_CACHE_DIR"))
+    return run, run.run(), build_args
+
+
+def test_multistage_dockerfile_runs_as_written(multistage_build):
+    run, image, args = multistage_build
+    root = Path(args["CUDAENV_ROOT"])
+    toolkit = root / "versions" / "13.0.2"
+    assert [s for s in run.stages] == ["builder", "1"]
+    # The runtime stage holds only what COPY --from brought: no cache, no staging, no locks, no builder HOME.
+    assert not Path(args["CUDAENV_CACHE_DIR"]).exists()
+    assert (toolkit / "bin" / "nvcc").is_file()
+    assert not (root / "staging").exists() and not (root / "locks").exists()
+    assert list(image.home.iterdir()) == []
+    assert run.stages["builder"].home != image.home
+
+    # docker run IMAGE: ENTRYPOINT cudaenv exec -- with CMD nvcc --version, and no hook anywhere.
+    r = run.container(image)
+    assert r.returncode == 0, r.stderr
+    assert "release 13.0, V13.0.88" in r.stdout
+    # From a directory without .cuda-version the store's global default applies.
+    probe = 'printf "%s\\n" "$CUDA_HOME" "$(command -v nvcc)" "${CUDAENV_HOOK-none}"'
+    r = run.container(image, "sh", "-c", probe, cwd="/")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [str(toolkit), str(toolkit / "bin" / "nvcc"), "none"]
+    assert "CUDA_HOME" not in image.env  # set by the entrypoint, not baked into the image
+    # The runtime's cudaenv is its own pip install of CUDAENV_PIP, not the builder's or this checkout.
+    r = run.container(image, "python", "-c", "import cudaenv; print(cudaenv.__file__)")
+    assert r.stdout.startswith(str(image.venv)), r.stdout
+    # The dotenv file for --env-file / EnvironmentFile=.
+    dotenv = (root / "toolkit.env").read_text()
+    assert f"CUDA_HOME={toolkit}" in dotenv.replace('"', "").replace("'", "")
+
+
+def test_multistage_dockerfile_builds_with_docker(tmp_path, mirror, cudaenv_wheel):
+    docker = shutil.which("docker")
+    info = subprocess.run([docker, "info"], capture_output=True, text=True, timeout=60) if docker else None
+    if info is None or info.returncode != 0:
+        why = "no docker client" if docker is None else f"`docker info` failed: {info.stderr.strip()[:120]}"
+        pytest.skip(f"no Docker daemon to build with ({why}); the test above runs the same instructions")
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / ".cuda-version").write_text("13.0\n")
+    # The fixture mirror serves stub archives under real release numbers: trust it for this build only.
+    text = MULTISTAGE.read_text().replace("FROM python:3.12-slim AS builder\n",
+                                          "FROM python:3.12-slim AS builder\nENV CUDAENV_TRUST_MIRROR=1\n")
+    (context / "Dockerfile").write_text(text)
+    tag = f"cudaenv-multistage-test:{os.getpid()}"
+    r = subprocess.run([docker, "build", "--network", "host", "-t", tag, "--build-arg", f"CUDAENV_PIP={cudaenv_wheel}",
+                        "--build-arg", f"CUDAENV_REDIST_URL={mirror.url}", str(context)],
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr[-2000:]
+    try:
+        r = subprocess.run([docker, "run", "--rm", tag], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0 and "release 13.0, V13.0.88" in r.stdout, r.stderr
+    finally:
+        subprocess.run([docker, "rmi", "-f", tag], capture_output=True)
+
+
 # --- GitHub Action ----------------------------------------------------------------------------
 
 def action_env(env, tmp, **inputs):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -371,15 +372,18 @@ def test_pypi_mirror_from_an_html_only_index(tmp_path):
         index.close()
 
 
-@pytest.mark.parametrize("args, message", [
-    (("12.8",), "CUDA 12.8.1 cannot be mirrored from PyPI"),
-    (("13.9",), "no release matching 13.9"),
-    (("13.0", "--from", "file:///srv/pypi/simple/"), "is not http(s)"),
+@pytest.mark.parametrize("args, message, code", [
+    (("12.8",), "CUDA 12.8.1 cannot be mirrored from PyPI", 1),
+    (("13.9",), "no release matching 13.9", 1),
+    (("13.0", "--from", "ftp://mirror.example/simple/"), "allowed are http://, https:// or file:// URLs", 1),
+    (("13.0", "--from", "file://fileserver/srv/pypi/simple/"), "names a remote file:// host", 1),
+    # A missing directory is an unreachable source (an unmounted share), not a malformed argument.
+    (("13.0", "--from", "file:///nonexistent/pypi/simple/"), "no such directory /nonexistent/pypi/simple", 2),
 ])
-def test_pypi_bad_input_is_one_line(tmp_path, wheel_index, args, message):
+def test_pypi_bad_input_is_one_line(tmp_path, wheel_index, args, message, code):
     r = pypi_cli(tmp_path, "a", "mirror", "create", str(tmp_path / "wheels"), "--source", "pypi", *args,
                  url=wheel_index.url)
-    assert r.returncode == 1, r.stdout
+    assert r.returncode == code, r.stdout
     assert r.stderr.startswith("cudaenv: ") and message in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
     assert not (tmp_path / "wheels" / "mirror.json").exists()
     assert wheel_hits(wheel_index) == []
@@ -392,3 +396,123 @@ def test_one_layout_per_directory(tmp_path, upstream, wheel_index):
     r = pypi_cli(tmp_path, "a", "mirror", "create", str(mirror), "13.0.2", "--source", "pypi", url=wheel_index.url)
     assert r.returncode == 1 and "holds a redist mirror; mirror --source pypi into another directory" in r.stderr
     assert (mirror / "mirror.json").read_text() == before and not (mirror / "simple").exists()
+
+
+# -- file:// mirrors on a shared filesystem, read with no network at all ---------------------------
+
+def no_network() -> list[str]:
+    """A command prefix that runs the CLI in a new network namespace: not even loopback is up."""
+    probe = subprocess.run(["unshare", "-rn", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare -rn is not permitted here ({probe.stderr.decode().strip()[:80]}); "
+                    "cannot cut the network for real")
+    return ["unshare", "-rn"]
+
+
+def offline_cli(tmp: Path, name: str, *args, **env):
+    full = base_env(tmp / name / "root", CUDAENV_RETRY_BACKOFF="0.01", **env)
+    return subprocess.run([*no_network(), sys.executable, "-m", "cudaenv", *args], env=full,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_pypi_mirror_over_file_url_installs_without_network(tmp_path, wheel_index):
+    mirror = tmp_path / "shared fs" / "wheels"  # a space: the URL is percent-encoded and must round-trip
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0", "--source", "pypi",
+                 url=wheel_index.url)
+    assert r.returncode == 0, r.stderr
+    wheel_index.close()
+    index = (mirror / "simple").as_uri() + "/"
+    assert "%20" in index
+
+    r = offline_cli(tmp_path, "user1", "install", "13.0", "--source", "pypi", "-q", CUDAENV_PYPI_URL=index)
+    assert r.returncode == 0, r.stderr
+    nvcc = tmp_path / "user1" / "root" / "versions" / "13.0.2" / "bin" / "nvcc"
+    assert "release 13.0, V13.0.88" in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    # pip's own variable reaches it too, and `mirror verify` reads the same tree offline.
+    r = offline_cli(tmp_path, "user2", "install", "13.0.2", "--source", "pypi", "-q", PIP_INDEX_URL=index)
+    assert r.returncode == 0, r.stderr
+    r = offline_cli(tmp_path, "admin", "mirror", "verify", str(mirror))
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].endswith(", intact"), r.stdout
+
+    # The same verification as over http: a wheel changed in place is refused.
+    victim = f"packages/nvidia_cuda_runtime-13.0.96.1-{platform_tag(MACHINE)}.whl"
+    data = bytearray((mirror / victim).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (mirror / victim).write_bytes(bytes(data))
+    r = offline_cli(tmp_path, "user3", "install", "13.0", "--source", "pypi", "-q", CUDAENV_PYPI_URL=index)
+    assert r.returncode != 0 and "sha256 mismatch" in r.stderr and victim.removeprefix("packages/") in r.stderr, \
+        r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "user3" / "root" / "versions" / "13.0.2").exists()
+
+    # A page edited to another hash is refused for the meta-package too (read from the file, not a server).
+    page = mirror / "simple" / "cuda-toolkit" / "index.html"
+    text = page.read_text()
+    page.write_text(text.replace(re.search(r"#sha256=([0-9a-f]{64})", text).group(1), "f" * 64))
+    r = offline_cli(tmp_path, "user4", "install", "13.0", "--source", "pypi", "-q", CUDAENV_PYPI_URL=index)
+    assert r.returncode != 0 and "sha256 mismatch for cuda_toolkit-13.0.2" in r.stderr, r.stderr
+
+    # The mirror's own directory moved away: one line naming it.
+    r = offline_cli(tmp_path, "user5", "install", "13.0", "--source", "pypi", "-q",
+                    CUDAENV_PYPI_URL=(tmp_path / "gone" / "simple").as_uri() + "/")
+    assert r.returncode != 0 and "no such directory" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_redist_mirror_over_file_url_installs_without_network(tmp_path, upstream):
+    mirror = tmp_path / "shared fs" / "redist"
+    r = cli(tmp_path, "admin", "mirror", "create", str(mirror), "12.8", "13.0", url=upstream.url)
+    assert r.returncode == 0, r.stderr
+    upstream.stop()
+    url = mirror.as_uri() + "/"
+    pins = str(upstream.mirror.pins_file)
+    r = offline_cli(tmp_path, "user1", "install", "12.8", "--source", "redist", "-q", CUDAENV_REDIST_URL=url,
+                    CUDAENV_REDIST_PLATFORM="linux-x86_64", CUDAENV_PINS=pins)
+    assert r.returncode == 0, r.stderr
+    nvcc = tmp_path / "user1" / "root" / "versions" / "12.8.1" / "bin" / "nvcc"
+    assert subprocess.run([nvcc, "--version"], capture_output=True, text=True).returncode == 0
+    state = json.loads((mirror / "mirror.json").read_text())
+    victim = rel_path_of(state, "13.0.2", "cuda_nvcc", "linux-x86_64")
+    data = bytearray((mirror / victim).read_bytes())
+    data[-1] ^= 0xFF
+    (mirror / victim).write_bytes(bytes(data))
+    r = offline_cli(tmp_path, "user2", "install", "13.0", "--source", "redist", "-q", CUDAENV_REDIST_URL=url,
+                    CUDAENV_REDIST_PLATFORM="linux-x86_64", CUDAENV_PINS=pins)
+    assert r.returncode != 0 and "sha256 mismatch" in r.stderr and victim in r.stderr, r.stderr
+    assert not (tmp_path / "user2" / "root" / "versions" / "13.0.2").exists()
+
+
+def test_a_web_index_may_not_point_at_local_files(tmp_path):
+    from cudaenv.sources.base import SourceError
+    from cudaenv.sources.pypi import PypiSource
+    from packaging.requirements import Requirement
+
+    wheel = f"nvidia_cuda_nvcc-13.0.88-{platform_tag(MACHINE)}.whl"
+    page = tmp_path / "simple" / "nvidia-cuda-nvcc" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<a href="file:///etc/{wheel}#sha256={"a" * 64}">{wheel}</a>')
+    served = StaticServer(tmp_path)
+    try:
+        with pytest.raises(SourceError, match="at a non-http\\(s\\) URL; refusing it"):
+            PypiSource(served.url + "simple/").pin(Requirement("nvidia-cuda-nvcc==13.0.88"), "nvcc")
+    finally:
+        served.stop()
+    # The same page read from disk is a file:// index, whose wheels may be local.
+    art = PypiSource(tmp_path.joinpath("simple").as_uri()).pin(Requirement("nvidia-cuda-nvcc==13.0.88"), "nvcc")
+    assert art.url == f"file:///etc/{wheel}" and art.sha256 == "a" * 64
+
+
+def test_air_gapped_site_with_only_a_file_url_wheel_index(tmp_path, wheel_index):
+    """A node with no network and CUDAENV_PYPI_URL on a shared filesystem: listing and the default source work."""
+    mirror = tmp_path / "wheels"
+    r = pypi_cli(tmp_path, "admin", "mirror", "create", str(mirror), "13.0", "--source", "pypi", "--profile", "minimal",
+                 url=wheel_index.url)
+    assert r.returncode == 0, r.stderr
+    wheel_index.close()
+    index = (mirror / "simple").as_uri() + "/"
+    r = offline_cli(tmp_path, "user", "install", "--list", "--source", "pypi", CUDAENV_PYPI_URL=index)
+    assert r.returncode == 0 and "13.0.2" in r.stdout, r.stdout + r.stderr
+    # --source auto: NVIDIA's servers are unreachable, so the wheel mirror is where the toolkit comes from.
+    r = offline_cli(tmp_path, "user", "install", "13.0", "--profile", "minimal", "-q", CUDAENV_PYPI_URL=index)
+    assert r.returncode == 0, r.stderr
+    receipt = json.loads((tmp_path / "user" / "root" / "versions" / "13.0.2" / ".cudaenv-receipt.json").read_text())
+    assert receipt["source"] == "pypi", receipt

@@ -124,3 +124,17 @@ def test_output_errors_are_one_line(tmp_path, where):
     assert r.stderr.startswith("cudaenv: ") and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "missing-dir").exists()
+
+
+def test_rendering_loads_nothing_a_plain_doctor_does_not():
+    # The prometheus format must cost no more than the text one: after doctor's own imports, the
+    # renderer adds its one small module and nothing else (no client library, no tempfile).
+    import subprocess
+
+    code = ("import sys; from cudaenv.commands import doctor; from cudaenv import diagnostics; "
+            "before = set(sys.modules); from cudaenv import metrics; "
+            "print(sorted(set(sys.modules) - before))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['cudaenv.metrics']"

@@ -265,10 +265,15 @@ def test_default_index_and_ignored_extra_indexes(clean_pip_env, monkeypatch):
     assert pypi.index_url() == (PYPI, "default")
 
 
-def test_file_index_is_refused_with_a_clear_message(clean_pip_env, monkeypatch):
-    monkeypatch.setenv("PIP_INDEX_URL", "file:///opt/pypi/simple")
-    with pytest.raises(SourceError, match=r"file:///opt/pypi/simple.*PIP_INDEX_URL.*CUDAENV_PYPI_URL"):
+def test_index_scheme_is_refused_with_a_clear_message(clean_pip_env, monkeypatch):
+    monkeypatch.setenv("PIP_INDEX_URL", "ftp://mirror.example/pypi/simple")
+    with pytest.raises(SourceError, match=r"ftp://mirror.example/pypi/simple.*PIP_INDEX_URL.*CUDAENV_PYPI_URL"):
         PypiSource()
+    # file:// is pip's too (a mirror on a shared filesystem); a missing one names where it was configured.
+    missing = clean_pip_env / "unmounted" / "simple"
+    monkeypatch.setenv("PIP_INDEX_URL", missing.as_uri())
+    with pytest.raises(SourceError, match=rf"{missing.as_uri()}/ \(from PIP_INDEX_URL\): no such directory {missing}$"):
+        PypiSource().releases()
 
 
 def test_credentials_are_not_echoed():

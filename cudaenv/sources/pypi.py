@@ -16,6 +16,11 @@ The index is pip's: CUDAENV_PYPI_URL, else PIP_INDEX_URL, else `index-url`
 from pip's config files, else https://pypi.org/simple/. It is read through the
 simple JSON API (PEP 691), falling back to the HTML one (PEP 503) for indexes
 that only speak HTML; either way each file's sha256 comes from the index.
+
+A file:// index is read as pip reads one: each directory's index.html is its
+PEP 503 page (what `cudaenv mirror create --source pypi` writes), so a mirror
+on a shared filesystem needs no web server. Its wheels may then be file:// too;
+an http(s) index may never point at local files. Verification is the same.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit, urlunsplit, urldefrag
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit, urldefrag
 
 # packaging is imported where it is used: compiling its grammar costs ~0.2 s,
 # which an install whose plan is cached (a reinstall) never needs.
@@ -52,6 +57,7 @@ JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 # slower (a large project page on a busy mirror).
 TIMEOUT = (5, 30)
 META_WHEEL_MAX_BYTES = 1 << 20  # the meta-package is ~3 KB; refuse anything absurd
+LOCAL_PAGE_MAX_BYTES = 64 << 20  # a file:// project page, bounded like any fetched document
 
 # Generic component names (components.py) whose cuda-toolkit extra is spelled differently.
 EXTRA_FOR_COMPONENT = {"profiler_api": "profiler", "nvml_dev": "nvml"}
@@ -162,6 +168,13 @@ def redact(url: str) -> str:
 # -- reading the index --------------------------------------------------------
 
 
+def _check_sha(blob: bytes, sha: str, filename: str) -> bytes:
+    got = hashlib.sha256(blob).hexdigest()
+    if got != sha:
+        raise SourceError(f"sha256 mismatch for {filename}: expected {sha}, got {got}")
+    return blob
+
+
 class _AnchorParser(HTMLParser):
     """Collects <a href> links and their data-* attributes from a PEP 503 page."""
 
@@ -237,12 +250,16 @@ class PypiSource:
         self._pages: dict[str, list[dict]] = {}
         self._meta: dict[str, dict[str, list[Requirement]]] = {}
         self._compatible_platforms: set[str] | None = None
-        scheme = urlsplit(self.index).scheme
-        if scheme not in ("http", "https"):
+        parts = urlsplit(self.index)
+        if parts.scheme not in ("http", "https", "file"):
             raise SourceError(
-                f"PyPI index {redact(self.index)} (from {self.index_origin}) is not http(s): "
-                "set CUDAENV_PYPI_URL to an http(s) simple index"
+                f"PyPI index {redact(self.index)} (from {self.index_origin}) is not http(s) or file://: "
+                "set CUDAENV_PYPI_URL to an http(s) or file:// simple index"
             )
+        if parts.scheme == "file" and parts.netloc not in ("", "localhost"):
+            raise SourceError(f"PyPI index {redact(self.index)} (from {self.index_origin}) names a remote "
+                              "file:// host; use file:///path on a mounted filesystem")
+        self.local = parts.scheme == "file"
 
     # -- HTTP -------------------------------------------------------------
 
@@ -272,6 +289,31 @@ class PypiSource:
             raise Unreachable(f"PyPI index {redact(self.index)} answered HTTP {resp.status_code}")
         return resp
 
+    def _read_local(self, url: str, limit: int) -> bytes | None:
+        """The bytes of a file:// URL (a directory's index.html, as pip reads it), None if absent."""
+        path = Path(unquote(urlsplit(url).path))
+        if url.endswith("/"):
+            path /= "index.html"
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            raise SourceError(f"cannot read {path}: {e.strerror}") from None
+        if len(data) > limit:
+            raise SourceError(f"{path} is larger than {limit} bytes; not an index page")
+        return data
+
+    def _local_project_files(self, name: str, url: str) -> list[dict]:
+        page = self._read_local(url, LOCAL_PAGE_MAX_BYTES)
+        if page is None:
+            root = Path(unquote(urlsplit(self.index).path))
+            if not root.is_dir():
+                raise SourceError(f"PyPI index {redact(self.index)} (from {self.index_origin}): no such directory {root}")
+            raise SourceError(f"{name} is not on the PyPI index {redact(self.index)}")
+        return _files_from_html(page.decode("utf-8", "replace"), url)
+
     def project_files(self, project: str) -> list[dict]:
         """The index's files for `project`: dicts with filename, url, hashes, size, yanked."""
         from packaging.utils import canonicalize_name
@@ -280,6 +322,9 @@ class PypiSource:
         if name in self._pages:
             return self._pages[name]
         url = urljoin(self.index, name + "/")
+        if self.local:
+            self._pages[name] = self._local_project_files(name, url)
+            return self._pages[name]
         resp = self._get(url, accept=f"{JSON_ACCEPT}, text/html;q=0.1")
         if resp.status_code == 404:
             raise SourceError(f"{name} is not on the PyPI index {redact(self.index)}")
@@ -349,8 +394,9 @@ class PypiSource:
         if not re.fullmatch(r"[0-9a-f]{64}", sha.lower()):
             # Nothing is installed unverified: an index without sha256 cannot be used.
             raise SourceError(f"the index gives no sha256 for {f['filename']}; refusing to install it unverified")
-        if urlsplit(f["url"]).scheme not in ("http", "https") or "/" in f["filename"]:
-            raise SourceError(f"the index lists {f['filename'][:60]!r} at a non-http(s) URL; refusing it")
+        if not self._url_allowed(f["url"]) or "/" in f["filename"]:
+            allowed = "http(s) or local file://" if self.local else "http(s)"
+            raise SourceError(f"the index lists {f['filename'][:60]!r} at a non-{allowed} URL; refusing it")
         return Artifact(
             component=canonicalize_name(project),
             version=str(version),
@@ -361,6 +407,13 @@ class PypiSource:
             kind="whl",
             subdir=subdir,
         )
+
+    def _url_allowed(self, url: str) -> bool:
+        """http(s) always; file:// only from a file:// index (a web index never reaches local files)."""
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https"):
+            return True
+        return self.local and parts.scheme == "file" and parts.netloc in ("", "localhost")
 
     def pin(self, req: Requirement, subdir: str) -> Artifact:
         """The newest wheel of `req` that the specifier allows and this machine can use."""
@@ -420,6 +473,13 @@ class PypiSource:
         sha = (f["hashes"] or {}).get("sha256", "").lower()
         if not re.fullmatch(r"[0-9a-f]{64}", sha):
             raise SourceError(f"the index gives no sha256 for {f['filename']}; refusing to read it unverified")
+        if not self._url_allowed(f["url"]):
+            raise SourceError(f"the index lists {f['filename'][:60]!r} at a URL it may not use; refusing it")
+        if urlsplit(f["url"]).scheme == "file":
+            blob = self._read_local(f["url"], META_WHEEL_MAX_BYTES)
+            if blob is None:
+                raise SourceError(f"{f['filename']}: not found at {redact(f['url'])}")
+            return _check_sha(blob, sha, f["filename"])
         buf = bytearray()
         with self._get(f["url"], stream=True) as resp:
             if resp.status_code != 200:
@@ -431,10 +491,7 @@ class PypiSource:
                         raise SourceError(f"{f['filename']} is larger than {META_WHEEL_MAX_BYTES} bytes; not a meta-package")
             except OSError as e:  # requests wraps socket errors as ConnectionError, an OSError
                 raise Unreachable(f"download of {f['filename']} failed: {type(e).__name__}") from None
-        got = hashlib.sha256(buf).hexdigest()
-        if got != sha:
-            raise SourceError(f"sha256 mismatch for {f['filename']}: expected {sha}, got {got}")
-        return bytes(buf)
+        return _check_sha(bytes(buf), sha, f["filename"])
 
     # -- the plan ---------------------------------------------------------
 

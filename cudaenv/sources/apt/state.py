@@ -138,15 +138,11 @@ class AptState:
     @contextlib.contextmanager
     def locked(self):
         """apt runs here with NoLocking, so cudaenv serialises users of one state itself."""
-        import fcntl
+        from ... import locking
 
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / ".lock", "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+        with locking.held(self.dir / ".lock"):
+            yield
 
 
 _UNREACHABLE_HINTS = ("Could not connect", "Could not resolve", "Temporary failure resolving", "Connection failed",

@@ -1,0 +1,341 @@
+"""cudaenv/locking.py for real: each kind of lock contended by separate processes, stale and live
+lock directories, and the auto fallback driven by a filesystem that refuses locks (an LD_PRELOAD
+shim that makes flock(2) and fcntl(F_SETLK*) fail with ENOLCK, the errno an NFS client without
+lockd returns)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from cudaenv import locking
+
+REPO = Path(__file__).resolve().parent.parent
+KINDS = ("flock", "posix", "lockdir")
+
+# One process's side of a contention test: `count N FILE` increments FILE N times under the lock with
+# a read, a pause and a write, so without mutual exclusion increments are lost; `hold` takes the lock
+# and keeps it until a line arrives on stdin; `try` reports whether the lock is free right now.
+CHILD = textwrap.dedent("""
+    import sys, time
+    from cudaenv import locking
+    mode, path = sys.argv[1], sys.argv[2]
+    if mode == "count":
+        n, counter = int(sys.argv[3]), sys.argv[4]
+        for _ in range(n):
+            with locking.held(path) as lock:
+                value = int(open(counter).read() or 0)
+                time.sleep(0.0005)
+                open(counter, "w").write(str(value + 1))
+        print(lock.backend)
+    elif mode == "hold":
+        lock = locking.FileLock(path)
+        lock.acquire()
+        print("held", lock.backend, flush=True)
+        sys.stdin.readline()
+        if sys.argv[3:] == ["die"]:
+            import os
+            os._exit(0)  # gone without releasing: what a SIGKILL or a crashed node leaves
+        lock.release()
+        print("released", flush=True)
+    elif mode == "try":
+        lock = locking.FileLock(path)
+        got = lock.acquire(blocking=False)
+        print("got" if got else "busy", lock.backend)
+        if got:
+            lock.release()
+""")
+
+SHIM_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+static int refuse(const char *var) { const char *v = getenv(var); return v && v[0] == '1'; }
+
+int flock(int fd, int op) {
+    if (refuse("LOCKSHIM_FLOCK")) { errno = ENOLCK; return -1; }
+    int (*real)(int, int) = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+    return real(fd, op);
+}
+
+static int is_lock(int cmd) {
+    return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_GETLK
+        || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW || cmd == F_OFD_GETLK;
+}
+
+#define WRAP(name)                                                              \
+    int name(int fd, int cmd, ...) {                                            \
+        va_list ap; va_start(ap, cmd); void *arg = va_arg(ap, void *); va_end(ap); \
+        if (is_lock(cmd) && refuse("LOCKSHIM_POSIX")) { errno = ENOLCK; return -1; } \
+        int (*real)(int, int, ...) = (int (*)(int, int, ...))dlsym(RTLD_NEXT, #name); \
+        return real(fd, cmd, arg);                                              \
+    }
+WRAP(fcntl)
+WRAP(fcntl64)
+"""
+
+
+def child_env(kind: str | None = None, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDAENV_", "LOCKSHIM_"))}
+    env["PYTHONPATH"] = str(REPO)
+    if kind:
+        env["CUDAENV_LOCK"] = kind
+    env.update(extra)
+    return env
+
+
+def run_child(*args, env) -> str:
+    r = subprocess.run([sys.executable, "-c", CHILD, *map(str, args)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+class Holder:
+    """A separate process holding the lock until told to let go (or to die holding it)."""
+
+    def __init__(self, path: Path, env: dict, die: bool = False):
+        self.proc = subprocess.Popen([sys.executable, "-c", CHILD, "hold", str(path), *(["die"] if die else [])],
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        assert line[:1] == ["held"], line
+        self.backend = line[1]
+
+    def let_go(self) -> None:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def lock_shim(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler (cc) to build the LD_PRELOAD shim that makes locks fail with ENOLCK")
+    d = tmp_path_factory.mktemp("lockshim")
+    (d / "lockshim.c").write_text(SHIM_C)
+    r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", d / "lockshim.so", d / "lockshim.c", "-ldl"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot build the LD_PRELOAD shim: {r.stderr.strip()[:200]}")
+    return d / "lockshim.so"
+
+
+# -- each kind, contended by real processes ------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_processes_exclude_each_other(tmp_path, kind):
+    lock, counter = tmp_path / "x.lock", tmp_path / "counter"
+    counter.write_text("0")
+    cmd = [sys.executable, "-c", CHILD, "count", str(lock), "150", str(counter)]
+    procs = [subprocess.Popen(cmd, env=child_env(kind), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert [o.strip() for o, _ in outs] == [kind, kind]
+    assert counter.read_text() == "300"  # not one increment lost
+    assert not os.path.exists(str(lock) + "dir")  # a released lockdir is gone
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_held_lock_is_busy_until_released(tmp_path, kind):
+    lock = tmp_path / "x.lock"
+    holder = Holder(lock, child_env(kind))
+    assert holder.backend == kind
+    assert run_child("try", lock, env=child_env(kind)).split() == ["busy", kind]
+    assert locking.FileLock(lock, kind).acquire(blocking=False) is False
+    holder.let_go()
+    assert run_child("try", lock, env=child_env(kind)).split() == ["got", kind]
+
+
+def test_threads_of_one_process_exclude_each_other_with_posix_locks(tmp_path):
+    # POSIX locks belong to the process: without cudaenv's in-process lock a second thread (or a probe
+    # closing its own descriptor) would get or drop the first one's lock.
+    path = tmp_path / "x.lock"
+    first = locking.FileLock(path, "posix")
+    assert first.acquire()
+    assert locking.is_free(path) is False  # the probe must not release `first` by closing its descriptor
+    assert run_child("try", path, env=child_env("posix")).split() == ["busy", "posix"]
+    first.release()
+    assert locking.is_free(path) is True
+
+
+# -- lock directories: stale and live owners -----------------------------------------------------
+
+def test_a_lockdir_left_by_a_dead_process_is_taken_over(tmp_path):
+    lock = tmp_path / "x.lock"
+    holder = Holder(lock, child_env("lockdir"), die=True)
+    owner = json.loads((tmp_path / "x.lockdir" / "owner").read_text())
+    assert owner["pid"] == holder.proc.pid and owner["host"] == socket.gethostname()
+    holder.let_go()  # exits without releasing: the directory stays behind
+    assert (tmp_path / "x.lockdir").is_dir()
+    taker = locking.FileLock(lock, "lockdir")
+    assert taker.acquire(blocking=False)
+    assert json.loads((tmp_path / "x.lockdir" / "owner").read_text())["pid"] == os.getpid()
+    taker.release()
+    assert not (tmp_path / "x.lockdir").exists()
+    assert [n for n in os.listdir(tmp_path) if n != "x.lock"] == []  # no tomb left behind
+
+
+def test_a_live_lockdir_is_waited_for(tmp_path):
+    lock = tmp_path / "x.lock"
+    holder = Holder(lock, child_env("lockdir"))
+    assert locking.FileLock(lock, "lockdir").acquire(blocking=False) is False
+    assert locking.holder(lock) == f"pid {holder.proc.pid} on {socket.gethostname()}"
+    # A waiter blocks in a real process; it gets the lock once the holder lets go, not before.
+    (tmp_path / "n").write_text("0")
+    waiter = subprocess.Popen([sys.executable, "-c", CHILD, "count", str(lock), "1", str(tmp_path / "n")],
+                              env=child_env("lockdir"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert (tmp_path / "n").read_text() == "0" and waiter.poll() is None
+    holder.let_go()
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0 and out.strip() == "lockdir", err
+    assert (tmp_path / "n").read_text() == "1"
+
+
+def write_owner(lockdir: Path, **owner) -> None:
+    lockdir.mkdir()
+    (lockdir / "owner").write_text(json.dumps({"token": "t" * 16, **owner}))
+
+
+def test_a_reused_pid_does_not_keep_a_lock(tmp_path):
+    # The pid is alive (this test), but it started at another time: its owner is long gone.
+    write_owner(tmp_path / "x.lockdir", pid=os.getpid(), host=socket.gethostname(), start="1")
+    lock = locking.FileLock(tmp_path / "x.lock", "lockdir")
+    assert lock.acquire(blocking=False)
+    lock.release()
+
+
+def test_another_hosts_lockdir_is_stale_only_once_it_stops_being_refreshed(tmp_path):
+    lockdir = tmp_path / "x.lockdir"
+    write_owner(lockdir, pid=12345, host="node-that-is-not-this-one", start="99")
+    lock = locking.FileLock(tmp_path / "x.lock", "lockdir")
+    assert lock.acquire(blocking=False) is False  # fresh: its host may be running it
+    old = time.time() - locking.STALE_SECONDS - 5
+    os.utime(lockdir / "owner", (old, old))
+    assert lock.acquire(blocking=False) is True
+    lock.release()
+
+
+def test_bad_setting_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDAENV_LOCK", "nfs")
+    with pytest.raises(locking.InputError, match="invalid CUDAENV_LOCK 'nfs': allowed are auto, flock, posix, lockdir"):
+        locking.FileLock(tmp_path / "x.lock")
+
+
+# -- auto: the fallback on a filesystem that refuses locks ------------------------------------------
+
+@pytest.mark.parametrize("refused, expected", [
+    ({"LOCKSHIM_FLOCK": "1"}, "posix"),
+    ({"LOCKSHIM_FLOCK": "1", "LOCKSHIM_POSIX": "1"}, "lockdir"),
+    ({}, "flock"),
+])
+def test_auto_falls_back_when_the_filesystem_refuses(tmp_path, lock_shim, refused, expected):
+    lock, counter = tmp_path / "x.lock", tmp_path / "counter"
+    counter.write_text("0")
+    env = child_env("auto", LD_PRELOAD=str(lock_shim), **refused)
+    cmd = [sys.executable, "-c", CHILD, "count", str(lock), "100", str(counter)]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [o.strip() for o, _ in outs] == [expected, expected], outs
+    assert counter.read_text() == "200"
+
+
+def test_the_shim_really_refuses(tmp_path, lock_shim):
+    # The errno comes from the C library call itself, as it would from an NFS mount without lockd.
+    code = "import fcntl; f = open(%r, 'a'); fcntl.flock(f, fcntl.LOCK_EX)" % str(tmp_path / "x")
+    r = subprocess.run([sys.executable, "-c", code], env=child_env(LD_PRELOAD=str(lock_shim), LOCKSHIM_FLOCK="1"),
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "[Errno 37] No locks available" in r.stderr
+
+
+def test_a_chosen_kind_that_fails_is_one_line(tmp_path, lock_shim):
+    env = child_env("flock", LD_PRELOAD=str(lock_shim), LOCKSHIM_FLOCK="1")
+    r = subprocess.run([sys.executable, "-c", CHILD, "try", str(tmp_path / "x.lock")], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "flock locks do not work on this filesystem (No locks available); set CUDAENV_LOCK=auto or lockdir" \
+        in r.stderr
+
+
+# -- a real install with locks refused --------------------------------------------------------------
+
+@pytest.fixture
+def redist(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from httpserver import FileServer
+    from redist_mirror import RedistMirror
+
+    m = RedistMirror(tmp_path / "upstream")
+    m.add_release("13.0.2")
+    with FileServer(m.root) as srv:
+        yield srv
+
+
+def install_env(tmp_path, redist, lock_shim, kind, **refused):
+    from toolkits import base_env
+
+    return base_env(tmp_path / "root", CUDAENV_REDIST_URL=redist.url, CUDAENV_REDIST_PLATFORM="linux-x86_64",
+                    CUDAENV_TRUST_MIRROR="1", CUDAENV_LOCK=kind, LD_PRELOAD=str(lock_shim), **refused)
+
+
+def test_install_on_a_filesystem_without_locks(tmp_path, redist, lock_shim):
+    cli = [sys.executable, "-m", "cudaenv", "install", "13.0.2", "--source", "redist"]
+    refused = {"LOCKSHIM_FLOCK": "1", "LOCKSHIM_POSIX": "1"}
+    r = subprocess.run(cli, env=install_env(tmp_path, redist, lock_shim, "nfs"), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and r.stderr.strip() == \
+        "cudaenv: invalid CUDAENV_LOCK 'nfs': allowed are auto, flock, posix, lockdir", r.stderr
+    r = subprocess.run(cli, env=install_env(tmp_path, redist, lock_shim, "flock", **refused), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "flock locks do not work on this filesystem" in r.stderr
+    assert not (tmp_path / "root" / "versions" / "13.0.2").exists()
+
+    # auto: a second install of the same release waits on the first's lock directory, naming its holder.
+    env = install_env(tmp_path, redist, lock_shim, "auto", **refused)
+    (tmp_path / "root" / "locks").mkdir(parents=True, exist_ok=True)
+    holder = Holder(tmp_path / "root" / "locks" / "13.0.2.lock", env)
+    assert holder.backend == "lockdir"
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "waiting for another install" not in seen:
+        line = proc.stderr.readline()
+        assert line, f"install ended without waiting: {seen}"
+        seen += line
+    assert f"(pid {holder.proc.pid} on {socket.gethostname()})" in seen
+    assert proc.poll() is None and not (tmp_path / "root" / "versions" / "13.0.2").exists()
+    holder.let_go()
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, seen + err
+    nvcc = tmp_path / "root" / "versions" / "13.0.2" / "bin" / "nvcc"
+    assert subprocess.run([nvcc, "--version"], capture_output=True, text=True).returncode == 0
+    leftovers = [p for p in (tmp_path / "root").rglob("*.lockdir*")] + list((tmp_path / "cache").rglob("*.lockdir*"))
+    assert leftovers == []  # every lock directory was released
+
+
+def test_killed_install_lockdir_does_not_block_the_next(tmp_path, redist, lock_shim):
+    refused = {"LOCKSHIM_FLOCK": "1", "LOCKSHIM_POSIX": "1"}
+    env = install_env(tmp_path, redist, lock_shim, "lockdir", **refused)
+    (tmp_path / "root" / "locks").mkdir(parents=True)
+    dead = Holder(tmp_path / "root" / "locks" / "13.0.2.lock", env, die=True)
+    dead.let_go()
+    assert (tmp_path / "root" / "locks" / "13.0.2.lockdir").is_dir()
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.2", "--source", "redist", "-q"], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "root" / "locks" / "13.0.2.lockdir").exists()
