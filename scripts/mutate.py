@@ -100,11 +100,11 @@ MUTATIONS = [
     Mutation("I4", "cudaenv/install.py", "    if got != release.short:", "    if False:",
              "the smoke test accepts an nvcc of another release"),
     # doctor
-    Mutation("DR2", "cudaenv/diagnostics.py", 'self.add("gpu-target", "error",', 'self.add("gpu-target", "warn",',
+    Mutation("DR2", "cudaenv/diagnostics.py", 'ctx.finding("gpu-target", "error",', 'ctx.finding("gpu-target", "warn",',
              "the gpu-target error is downgraded to a warning"),
-    Mutation("DR3", "cudaenv/diagnostics.py", 'self.add("driver", "warn",', 'self.add("driver", "ok",',
+    Mutation("DR3", "cudaenv/diagnostics.py", 'ctx.finding("driver", "warn",', 'ctx.finding("driver", "ok",',
              "the driver warning is reported as ok"),
-    Mutation("DR4", "cudaenv/diagnostics.py", 'self.add("driver-torch", "error",', 'self.add("driver-torch", "warn",',
+    Mutation("DR4", "cudaenv/diagnostics.py", 'ctx.finding("driver-torch", "error",', 'ctx.finding("driver-torch", "warn",',
              "a driver that cannot run torch's own CUDA is only a warning"),
     # selection, Python and shell
     Mutation("S1", "cudaenv/selection.py", '    if value.strip(" \\t"):', '    if False:',
