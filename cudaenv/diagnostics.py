@@ -22,6 +22,7 @@ from . import consumers, jitcache
 from . import resolver as rs
 from .data import load
 from .machine import Probe, probe as run_probe
+from .versions import cudart_release, major_minor, major_of, number_key
 
 SCHEMA = "cudaenv.doctor/1"
 _RANK = {"ok": 0, "warn": 1, "error": 2}
@@ -116,8 +117,7 @@ class Context:
 
             in_use, in_use_via = ta.fields["cuda_home"], "torch itself (_find_cuda_home)"
             in_use_release = release_of(in_use)
-        resolution = rs.plan(p.archs, p.torch_cuda, torch_version if p.python and p.python.torch_cuda == p.torch_cuda else None,
-                             p.driver, p.flashinfer)
+        resolution = rs.resolve(p)
         return cls(p, env, answers, resolution, _hook_line(env), hook_active, in_use, in_use_release, in_use_via)
 
     # --- read-only facts ----------------------------------------------------------------
@@ -155,7 +155,7 @@ class Context:
 
     def selection_serves(self, release: str) -> bool:
         """The selection is `release` and is a whole toolkit (headers included)."""
-        return bool(self.selected_release and rs.short(self.selected_release) == release
+        return bool(self.selected_release and major_minor(self.selected_release) == release
                     and not self.probe.selection_error and _has_headers(self.selected_root))
 
     def is_managed(self, root: str | None) -> bool:
@@ -166,7 +166,7 @@ class Context:
     def installed(self, release: str) -> bool:
         from . import store
 
-        return any(rs.short(t.release) == release and _has_headers(str(t.root)) for t in store.managed_toolkits())
+        return any(major_minor(t.release) == release and _has_headers(str(t.root)) for t in store.managed_toolkits())
 
     def ptxas_root(self) -> str | None:
         """The toolkit whose ptxas targets every GPU here: the selection's, else the one in use."""
@@ -212,7 +212,7 @@ class Context:
         return f"unset {var} && {tk}" if tk else f"unset {var}"
 
     def complete_toolkit_fix(self) -> str | None:
-        r = self.recommended or (rs.short(self.in_use_release) if self.in_use_release else None)
+        r = self.recommended or (major_minor(self.in_use_release) if self.in_use_release else None)
         if not r:
             return None
         if self.selection_serves(r) and _real(self.selected_root) != _real(self.in_use):
@@ -331,7 +331,7 @@ def store_root(ctx: Context) -> Findings:
     if linked:
         info = toolkit_release(Path(linked))
         rel = info[0] if info else "unknown"
-        same = rs.short(rel) == rs.short(ctx.selected_release) if info else False
+        same = major_minor(rel) == major_minor(ctx.selected_release) if info else False
         yield ctx.finding("store-root", "warn" if same else "error",
                           f"{who} would build with {root}: its bin/nvcc runs the selected {selected}, but its include/ "
                           f"and lib64/ are the global {rel} ({linked})",
@@ -372,11 +372,12 @@ def torch_toolkit(ctx: Context) -> Findings:
                               "extension fails (\"CUDA_HOME environment variable is not set\").",
                               ctx.toolkit_fix() or (ctx.hook if ctx.selected_root and not ctx.hook_active else None))
         return
-    text = load("consumers.json")["torch_cpp_extension"]["error_text"].format(found=rs.short(rel), torch=tc)
-    if rs.major(rel) != rs.major(tc):
+    text = load("consumers.json")["torch_cpp_extension"]["error_text"].format(found=major_minor(rel), torch=tc)
+    accepts = rs.torch_accepts(rel, tc)
+    if accepts == "major":
         yield ctx.finding("torch-toolkit", "error", f"torch is built with CUDA {tc} but its toolkit is {rel} (major mismatch)",
                           f"{ctx.in_use} via {ctx.in_use_via}; building an extension raises: \"{text}\"", ctx.toolkit_fix())
-    elif rs.short(rel) != tc:
+    elif accepts == "minor":
         yield ctx.finding("torch-toolkit", "warn", f"torch is built with CUDA {tc}, its toolkit is {rel} (minor differs)",
                           "cpp_extension only warns; binaries usually work, but matching avoids surprises.", ctx.toolkit_fix())
     else:
@@ -453,7 +454,7 @@ def toolkit_headers(ctx: Context) -> Findings:
                           "directory\". Use a complete toolkit.", ctx.complete_toolkit_fix())
         return
     hv = _header_release(root)
-    if hv and hv != rs.short(rel):
+    if hv and hv != major_minor(rel):
         yield ctx.finding("toolkit-headers", "error", f"{root} mixes CUDA {hv} headers with nvcc {rel}",
                           "nvcc rejects headers of another release (\"CUDA compiler and toolkit headers are incompatible\").",
                           ctx.complete_toolkit_fix())
@@ -469,7 +470,7 @@ def libcuda_stub(ctx: Context) -> Findings:
     root = ctx.in_use
     if not users or not root or not ctx.in_use_release:
         return
-    if ctx.recommended and rs.short(ctx.in_use_release) != ctx.recommended:
+    if ctx.recommended and major_minor(ctx.in_use_release) != ctx.recommended:
         return  # the switch replaces this toolkit; the next run judges the new one
     stub = next((os.path.join(root, d, "stubs", "libcuda.so") for d in ("lib64", "lib")
                  if os.path.exists(os.path.join(root, d, "stubs", "libcuda.so"))), None)
@@ -480,7 +481,7 @@ def libcuda_stub(ctx: Context) -> Findings:
     if dev:
         yield ctx.finding("libcuda-stub", "ok", f"no stub in {root}, but -lcuda finds the driver's {dev}")
         return
-    r = rs.short(ctx.in_use_release)
+    r = major_minor(ctx.in_use_release)
     fix = (f"cudaenv install {r} --force --source redist" if ctx.is_managed(root)
            else f"cudaenv install {r} --source redist && cudaenv local {r}")
     yield ctx.finding("libcuda-stub", "warn", f"{root} has no lib64/stubs/libcuda.so and there is no driver libcuda.so",
@@ -496,7 +497,7 @@ def driver_gpu(ctx: Context) -> Findings:
     for g in ctx.probe.gpus:
         window = rs.arch_window(g.sm)
         need = rs.min_driver(window[0]) if window else None
-        if need and rs.key(d) < rs.key(need):
+        if need and number_key(d) < number_key(need):
             yield ctx.finding("driver-gpu", "error", f"driver {d} predates {g.name} ({g.sm})",
                               f"{g.sm} GPUs need a driver of the branch that introduced them, >= {need} (CUDA {window[0]}); "
                               "an older one does not see the GPU at all, so this is not a PTX question.",
@@ -509,11 +510,11 @@ def driver_torch(ctx: Context) -> Findings:
     d, tc = ctx.probe.driver, ctx.probe.torch_cuda
     if not d or not tc or not ctx.torch_version:
         return
-    floor = load("drivers.json")["minor_version_compat_min"].get(str(rs.major(tc)))
-    if rs.major(tc) not in rs.compat_majors(d):
+    floor = load("drivers.json")["minor_version_compat_min"].get(str(major_of(tc)))
+    if major_of(tc) not in rs.compat_majors(d):
         need = floor or rs.min_driver(tc)
         yield ctx.finding("driver-torch", "error", f"driver {d} cannot run torch's own CUDA {tc} build",
-                          f"torch {ctx.torch_version} ships CUDA {tc} libraries; CUDA {rs.major(tc)}.x needs driver "
+                          f"torch {ctx.torch_version} ships CUDA {tc} libraries; CUDA {major_of(tc)}.x needs driver "
                           f">= {floor}, whatever toolkit is installed (torch.cuda.is_available() is False).",
                           f"install NVIDIA driver >= {need}" if need else None)
     else:
@@ -527,12 +528,12 @@ def driver_toolkit(ctx: Context) -> Findings:
         return
     dcv = rs.driver_cuda_version(d)
     need = rs.min_driver(rel)
-    if rs.major(rel) not in rs.compat_majors(d):
-        yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {rs.major(rel)}.x code (toolkit {rel})",
-                          f"the {rs.major(rel)}.x minor-version-compatibility floor is "
-                          f"{load('drivers.json')['minor_version_compat_min'].get(str(rs.major(rel)))}.",
+    if major_of(rel) not in rs.compat_majors(d):
+        yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {major_of(rel)}.x code (toolkit {rel})",
+                          f"the {major_of(rel)}.x minor-version-compatibility floor is "
+                          f"{load('drivers.json')['minor_version_compat_min'].get(str(major_of(rel)))}.",
                           f"install NVIDIA driver >= {need}" if need else None)
-    elif dcv and rs.key(rs.short(rel)) > rs.key(dcv):
+    elif dcv and number_key(major_minor(rel)) > number_key(dcv):
         yield ctx.finding("driver", "warn", f"driver {d} supports CUDA {dcv}, toolkit is {rel}",
                           "SASS runs; PTX from this toolkit fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).",
                           f"install NVIDIA driver >= {need}" if need else None)
@@ -542,12 +543,12 @@ def driver_toolkit(ctx: Context) -> Findings:
 
 def jit_caches(ctx: Context) -> Findings:
     entries, stale = ctx.cache_entries, ctx.stale_caches
-    switching = ctx.in_use_release and ctx.recommended and rs.short(ctx.in_use_release) != ctx.recommended
+    switching = ctx.in_use_release and ctx.recommended and major_minor(ctx.in_use_release) != ctx.recommended
     doomed = [e for e in entries if not e.stale and e.release and switching
-              and e.release == rs.short(ctx.in_use_release)]
+              and e.release == major_minor(ctx.in_use_release)]
     if doomed and not stale:
         # Switching toolkits makes these stale: say so now, not on the run after the switch.
-        old = rs.short(ctx.in_use_release)
+        old = major_minor(ctx.in_use_release)
         yield ctx.finding("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
                           f"{old} must be cleared after switching to {ctx.recommended}",
                           "; ".join(e.path for e in doomed[:3]), "cudaenv doctor --fix --yes --quiet  # after switching")
@@ -629,7 +630,7 @@ def _header_release(root: str) -> str | None:
             m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", f.read(262144))
     except OSError:
         return None
-    return f"{int(m.group(1)) // 1000}.{int(m.group(1)) % 1000 // 10}" if m else None
+    return cudart_release(int(m.group(1))) if m else None
 
 
 # Where the linker finds the driver's libcuda.so development link (what `-lcuda` needs when

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import discover, settings
 from .errors import InputError
+from .versions import cudart_release, major_minor
 
 SMI_QUERY = "--query-gpu=index,name,compute_cap,driver_version"
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -378,13 +379,12 @@ def pip_cuda_headers(dirs: list[str], packages: dict[str, Package]) -> dict | No
             try:
                 m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header.read_text(errors="replace"))
                 if m:
-                    n = int(m.group(1))
-                    version = f"{n // 1000}.{(n % 1000) // 10}"
+                    version = cudart_release(int(m.group(1)))
             except OSError:
                 if not inc.is_dir():
                     continue
             if version is None and "nvidia-cuda-runtime" in packages:
-                version = ".".join(packages["nvidia-cuda-runtime"].version.split(".")[:2])
+                version = major_minor(packages["nvidia-cuda-runtime"].version)
             if version:
                 return {"version": version, "include": str(inc)}
     return None
@@ -499,7 +499,7 @@ def triton_lookup(env, py: PythonEnv | None) -> Lookup | None:
         from .data import load
 
         bundled = load("consumers.json")["triton"]["bundled_ptxas"]
-        short = ".".join(py.packages["triton"].version.split(".")[:2])
+        short = major_minor(py.packages["triton"].version)
         version = (bundled.get(short) or {}).get("version")
     return Lookup("triton-ptxas", path, via, version, ok, ok)
 

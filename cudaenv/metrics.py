@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from .errors import CudaenvError
+from .versions import major_minor
 
 PREFIX = "cudaenv_"
 _STATUS = {"ok": 0, "warn": 1, "error": 2}
@@ -55,7 +56,7 @@ class _Exposition:
 
 
 def _minor(release: str | None) -> str:
-    return ".".join(release.split(".")[:2]) if release else ""
+    return major_minor(release) if release else ""
 
 
 def render(report, now: float | None = None) -> str:

@@ -67,7 +67,7 @@ class Mutation:
 
 MUTATIONS = [
     # resolver
-    Mutation("R5", "cudaenv/resolver.py", "-key(tv)[1])", "key(tv)[1])",
+    Mutation("R5", "cudaenv/resolver.py", "-number_key(tv)[1])", "number_key(tv)[1])",
              "the way-out suggestion prefers the oldest torch"),
     Mutation("R6", "cudaenv/resolver.py", "if best is None or score < best[0]:",
              "if best is None or score <= best[0]:", "ties between way-out builds go to the last one seen"),

@@ -63,9 +63,9 @@ def _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
 
 def _installed(release: str) -> bool:
     from .. import store
-    from ..resolver import short
+    from ..versions import major_minor
 
-    return any(short(t.release) == release for t in store.managed_toolkits())
+    return any(major_minor(t.release) == release for t in store.managed_toolkits())
 
 
 def no_gpu_note(p) -> str | None:
