@@ -100,13 +100,13 @@ class Context:
         # that is nowhere), else the selection.
         torch_version = p.python.version("torch") if p.python else None
         torch_l = p.lookup("torch")
-        sel = p.selection or {}
+        sel = p.selection
         if torch_version and p.torch_cuda:
             in_use = torch_l.path if torch_l else None
             in_use_release = torch_l.release if torch_l else None
             in_use_via = f"torch's lookup ({torch_l.via})" if torch_l else "torch's lookup"
-        elif sel.get("root"):
-            in_use, in_use_release, in_use_via = sel.get("root"), sel.get("release"), "cudaenv's selection"
+        elif sel and sel.root:
+            in_use, in_use_release, in_use_via = sel.root, sel.release, "cudaenv's selection"
         else:
             in_use, in_use_release, in_use_via = None, None, "nothing"
         # Each consumer's own answer where it was asked (live wins over the model).
@@ -128,11 +128,11 @@ class Context:
 
     @property
     def selected_root(self) -> str | None:
-        return (self.probe.selection or {}).get("root")
+        return self.probe.selection.root if self.probe.selection else None
 
     @property
     def selected_release(self) -> str | None:
-        return (self.probe.selection or {}).get("release")
+        return self.probe.selection.release if self.probe.selection else None
 
     @property
     def torch_version(self) -> str | None:
@@ -240,7 +240,7 @@ def selected_toolkit(ctx: Context) -> Findings:
                           "cudaenv's selection names a toolkit that is not there.", ctx.toolkit_fix())
     else:
         s = p.selection
-        yield ctx.finding("selected-toolkit", "ok", f"{s['version']} -> {s['release']} at {s['root']} ({s['origin']})")
+        yield ctx.finding("selected-toolkit", "ok", f"{s.version} -> {s.release} at {s.root} ({s.origin})")
 
 
 def cuda_home(ctx: Context) -> Findings:

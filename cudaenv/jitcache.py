@@ -189,7 +189,7 @@ def usage_of(probe, answers, env=None) -> Usage:
         elif probe.selection:
             # The consumer finds no toolkit in this shell: under cudaenv's hook or `cudaenv exec`
             # it uses the selected one.
-            usage.toolkits[kind] = (probe.selection["root"], probe.selection["release"])
+            usage.toolkits[kind] = (probe.selection.root, probe.selection.release)
     t = answers.get("triton")
     if t:
         usage.triton_isa = {int(k): v.get("ptx_isa") for k, v in t.fields["archs"].items() if v.get("ptx_isa")}

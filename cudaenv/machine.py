@@ -96,6 +96,19 @@ class Lookup:
     has_nvcc: bool = False
 
 
+@dataclass(frozen=True)
+class SelectedToolkit:
+    """cudaenv's selection here and the toolkit it names (selection.Resolved, as plain values)."""
+
+    version: str  # the spec as written: "13.0", "system"
+    source: str  # "CUDAENV_VERSION", a version file's path, or "default"
+    line: int | None  # the version file's line that holds it
+    origin: str  # "set by ...", for people
+    release: str  # "13.0.2", or "unknown" when the toolkit does not say
+    root: str
+    toolkit_origin: str  # "cudaenv", or where the toolkit was found
+
+
 @dataclass
 class Probe:
     gpus: list[GPU]
@@ -107,7 +120,7 @@ class Probe:
     nvcc_on_path: str | None
     cuda_home: str | None
     cuda_path: str | None
-    selection: dict | None
+    selection: SelectedToolkit | None
     selection_error: str | None
     torch_cuda: str | None  # the probe's or --torch-cuda's
     notes: list[str] = field(default_factory=list)
@@ -506,11 +519,11 @@ def triton_lookup(env, py: PythonEnv | None) -> Lookup | None:
 
 # --- the whole probe ----------------------------------------------------------------------
 
-def current_selection(env, cwd=None) -> tuple[dict | None, str | None]:
+def current_selection(env, cwd=None) -> tuple[SelectedToolkit | None, str | None]:
     from . import selection
 
     try:
-        return selection.current(cwd, env).to_json(), None
+        return SelectedToolkit(**selection.current(cwd, env).to_json()), None
     except selection.SelectionError as e:
         return None, str(e)
 
@@ -529,7 +542,7 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
     gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
     py = python_env(python, env)
     sel, sel_err = current_selection(env, cwd)
-    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel["root"] if sel else None)]
+    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel.root if sel else None)]
     tl = triton_lookup(env, py)
     if tl:
         lookups.append(tl)

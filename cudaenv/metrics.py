@@ -78,11 +78,11 @@ def render(report, now: float | None = None) -> str:
     if torch_version:
         out.family("torch_info", "torch in the checked Python and the CUDA release it was built with.",
                    [({"version": torch_version, "cuda": (p.python.torch_cuda or "")}, 1)])
-    sel = p.selection or {}
-    if sel.get("release"):
+    sel = p.selection
+    if sel and sel.release:
         out.family("toolkit_info", "The CUDA toolkit cudaenv selects here.",
-                   [({"release": sel["release"], "minor": _minor(sel["release"]),
-                      "source": sel.get("source") or ""}, 1)])
+                   [({"release": sel.release, "minor": _minor(sel.release),
+                      "source": sel.source or ""}, 1)])
     return out.text()
 
 
