@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import discover, settings
 from .errors import InputError
-from .versions import cudart_release, major_minor
+from .versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
 
 SMI_QUERY = "--query-gpu=index,name,compute_cap,driver_version"
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -156,13 +156,33 @@ def normalize_arch(value: str) -> str:
     raise ProbeInputError(f"invalid --arch {value!r}: allowed are sm_XY[a|f] (e.g. sm_120, sm_90a) or a compute capability such as 12.0")
 
 
-def check_torch_cuda(value: str) -> str:
-    from .resolver import normalize_torch_cuda
+def known_torch_variants() -> set[str]:
+    """Every torch build cudaenv's data knows: cu126, cu128, cu130, ..."""
+    from .data import load
 
-    try:
-        return normalize_torch_cuda(value)
-    except ValueError as e:
-        raise ProbeInputError(str(e)) from None
+    return {v for builds in load("torch_builds.json")["builds"].values() for v in builds}
+
+
+def check_torch_cuda(value: str) -> str:
+    """`13.0` or `cu130` -> "13.0". Refuses a CUDA that never existed, such as 12.7: neither a
+    toolkit release nor a torch build. Majors above the data are kept (a newer torch build),
+    and the resolver reports them as unknown."""
+    from .data import load
+
+    v = value.strip()
+    m = re.fullmatch(r"cu(\d{2,3})", v)
+    if m:
+        v = variant_release("cu" + m.group(1))
+    if not re.fullmatch(r"\d{1,2}\.\d", v):
+        raise ProbeInputError(f"invalid --torch-cuda {value!r}: allowed is MAJOR.MINOR such as 13.0, or a torch build "
+                              "such as cu130")
+    releases = load("arch_support.json")["releases"]  # the toolkit minors the data knows
+    variants = known_torch_variants()
+    if major_of(v) <= max(major_of(r) for r in releases) and v not in releases and torch_variant(v) not in variants:
+        builds = ", ".join(sorted(variants, key=lambda b: number_key(variant_release(b))))
+        raise ProbeInputError(f"invalid --torch-cuda {value!r}: there is no CUDA {v} toolkit and no torch "
+                              f"{torch_variant(v)} build; allowed are the torch builds {builds} (or their X.Y)")
+    return v
 
 
 def check_flashinfer(value: str) -> str:

@@ -21,6 +21,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .data import load
+from .machine import known_torch_variants, probe as run_probe
 from .versions import major_minor, major_of, number_key, torch_variant, variant_release
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -273,33 +274,11 @@ def unknown_arch_findings(archs) -> list[Finding]:
     return out
 
 
-def known_variants() -> set[str]:
-    return {v for builds in load("torch_builds.json")["builds"].values() for v in builds}
-
-
-def normalize_torch_cuda(value: str) -> str:
-    """`13.0` or `cu130` -> "13.0". Raises ValueError (one line) for a CUDA that never existed,
-    such as 12.7: neither a toolkit release nor a torch build. Majors above the data are kept
-    (a newer torch build) and reported as unknown by plan()."""
-    v = value.strip()
-    m = re.fullmatch(r"cu(\d{2,3})", v)
-    if m:
-        v = variant_release("cu" + m.group(1))
-    if not re.fullmatch(r"\d{1,2}\.\d", v):
-        raise ValueError(f"invalid --torch-cuda {value!r}: allowed is MAJOR.MINOR such as 13.0, or a torch build "
-                         "such as cu130")
-    if major_of(v) <= major_of(releases()[-1]) and v not in releases() and torch_variant(v) not in known_variants():
-        builds = ", ".join(sorted(known_variants(), key=lambda b: number_key(variant_release(b))))
-        raise ValueError(f"invalid --torch-cuda {value!r}: there is no CUDA {v} toolkit and no torch {torch_variant(v)} "
-                         f"build; allowed are the torch builds {builds} (or their X.Y)")
-    return v
-
-
 def torch_unknown_finding(torch_cuda: str) -> Finding | None:
     variant = torch_variant(torch_cuda)
-    if variant in known_variants():
+    if variant in known_torch_variants():
         return None
-    newest = max(known_variants(), key=lambda b: number_key(variant_release(b)))
+    newest = max(known_torch_variants(), key=lambda b: number_key(variant_release(b)))
     if any(major_of(r) == major_of(torch_cuda) for r in releases()):
         return None  # a minor the data lacks, inside a known major: the major rule still holds
     return Finding("error", "unknown-torch-build",
@@ -491,8 +470,6 @@ def driver_findings(driver, minimum, recommended) -> list[Finding]:
 def resolve(probe=None, **probe_args) -> Resolution:
     """Resolve for this machine (or the given Probe); probe_args as for cudaenv.machine.probe()."""
     if probe is None:
-        from .machine import probe as run_probe
-
         probe = run_probe(**probe_args)
     return plan(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer)
 

@@ -133,11 +133,13 @@ def test_usage_errors_exit_64(tmp_path, cmd):
 
 
 def test_torch_cuda_spellings():
-    assert rs.normalize_torch_cuda("cu130") == rs.normalize_torch_cuda("13.0") == "13.0"
-    assert rs.normalize_torch_cuda("cu140") == "14.0"  # unknown, but a plausible future build: plan() names it
+    from cudaenv.machine import ProbeInputError, check_torch_cuda
+
+    assert check_torch_cuda("cu130") == check_torch_cuda("13.0") == "13.0"
+    assert check_torch_cuda("cu140") == "14.0"  # unknown, but a plausible future build: plan() names it
     for bad in ("12.7", "cu127", "13", "13.0.2"):
-        with pytest.raises(ValueError):
-            rs.normalize_torch_cuda(bad)
+        with pytest.raises(ProbeInputError, match="invalid --torch-cuda"):
+            check_torch_cuda(bad)
 
 
 def test_unknown_arch_never_prints_placeholder(tmp_path):
