@@ -48,7 +48,7 @@ _DRIVER_RE = re.compile(r"\d+\.\d+(?:\.\d+)?\Z")
 
 
 class ProbeInputError(InputError, ValueError):
-    """A planning override that is not well formed; the message is one line."""
+    """A probe override (--arch, --torch-cuda, --driver, ...) that is not well formed; the message is one line."""
 
 
 # --- values -----------------------------------------------------------------------------
@@ -304,7 +304,7 @@ def gpu_tried(env) -> list[str]:
 
 
 def gpus_and_driver(env, archs=(), driver=None, no_gpu=False):
-    """(gpus, gpu_source, driver, driver_source), planning overrides first."""
+    """(gpus, gpu_source, driver, driver_source), the overrides first."""
     if archs:
         gpus = [GPU(i, "planned (--arch)", "", a, None) for i, a in enumerate(archs)]
         source = "--arch"

@@ -137,7 +137,7 @@ def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | Non
 
 
 def torch_version_for(probe) -> str | None:
-    """The installed torch's version when the torch being planned is that torch, else None
+    """The installed torch's version when the torch resolved for is that torch, else None
     (a --torch-cuda of another build, or no torch): which torch's builds the rules look up."""
     py = probe.python
     return py.version("torch") if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
@@ -342,9 +342,9 @@ def driver_constraint(driver: str) -> Constraint | None:
 
 # --- the resolver ------------------------------------------------------------------------------
 
-def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
-         flashinfer: str | None = None) -> Resolution:
-    """Resolve from explicit inputs (what `resolve` derives from a probe)."""
+def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
+                flashinfer: str | None = None) -> Resolution:
+    """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe)."""
     archs = list(dict.fromkeys(archs))
     constraints = [arch_constraint(a) for a in archs]
     if torch_cuda:
@@ -471,7 +471,7 @@ def resolve(probe=None, **probe_args) -> Resolution:
     """Resolve for this machine (or the given Probe); probe_args as for cudaenv.machine.probe()."""
     if probe is None:
         probe = run_probe(**probe_args)
-    return plan(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer)
+    return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer)
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

@@ -54,7 +54,7 @@ from toolkits import base_env, rehashed_store
     (dict(archs=["sm_70"], torch_cuda="13.0", torch_version="2.9.0+cu130"), "2.9+cu128"),
 ])
 def test_way_out_is_the_newest_fitting_torch(kwargs, way):
-    r = rs.plan(**kwargs)
+    r = rs.recommend(**kwargs)
     fixes = [f.fix or "" for f in r.findings if f.rule in ("torch-arch", "impossible")]
     assert fixes, r.findings
     minor = way.split("+")[0]

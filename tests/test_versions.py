@@ -52,4 +52,4 @@ def test_the_torch_gate_is_the_resolvers():
 
     assert [resolver.torch_accepts(r, "13.0") for r in ("13.0", "13.0.2", "13.1", "12.8")] == ["ok", "ok", "minor", "major"]
     # A resolution for torch cu130 warns exactly when the toolkit is another minor.
-    assert not [f for f in resolver.plan(["sm_120"], "13.0").findings if f.rule == "torch"]
+    assert not [f for f in resolver.recommend(["sm_120"], "13.0").findings if f.rule == "torch"]
