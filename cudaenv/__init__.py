@@ -27,7 +27,8 @@ _API = {
     "Probe": ("cudaenv.machine", "Probe"),
     "ProbeInputError": ("cudaenv.machine", "ProbeInputError"),
     "resolve": ("cudaenv.resolver", "resolve"),
-    "plan": ("cudaenv.resolver", "plan"),
+    "recommend": ("cudaenv.resolver", "recommend"),
+    "plan": ("cudaenv.resolver", "recommend"),  # the former name of recommend
     "recommended_release": ("cudaenv.resolver", "recommended_release"),
     "Resolution": ("cudaenv.resolver", "Resolution"),
     "doctor": ("cudaenv.diagnostics", "doctor"),

@@ -26,6 +26,7 @@ from pathlib import Path
 from . import data as cdata
 from . import discover
 from .data import load
+from .versions import major_minor
 
 CONSUMERS = ("torch", "flashinfer", "triton", "sglang")
 LIVE_ENV = "CUDAENV_LIVE"
@@ -106,7 +107,7 @@ def ptx_isa(release: str | None) -> str | None:
     """The PTX ISA Triton writes for a ptxas release (triton compiler.ptx_get_version)."""
     if not release:
         return None
-    short = ".".join(release.split(".")[:2])
+    short = major_minor(release)
     known = load("consumers.json")["ptx_isa"]["by_release"].get(short)
     if known:
         return known
@@ -214,7 +215,7 @@ def _triton_tools(version: str | None, location: str | None) -> tuple[dict, int 
     """{"ptxas": {env, binary}, "ptxas_blackwell": {...}} and the arch from which the
     Blackwell one is used (None: one ptxas for every arch, as before 3.9)."""
     table = load("consumers.json")["triton"]["ptxas_by_arch"]
-    short = ".".join((version or "").split(".")[:2])
+    short = major_minor(version or "")
     rule = table.get(short)
     bundled = Path(location or "") / "triton" / "backends" / "nvidia" / "bin"
     known = [k for k in table if not k.startswith("_")]
@@ -327,7 +328,7 @@ _PATH_FIELDS = {"cuda_home", "cuda_path", "ptxas", "nvcc", "stubs_dir"}
 
 
 def _short(v):
-    return ".".join(v.split(".")[:2]) if isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)*", v) else v
+    return major_minor(v) if isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)*", v) else v
 
 
 def differences(model: dict, live: dict, prefix: str = "") -> list[str]:

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from . import settings, store
-from .versions import InvalidVersion, Release, release_key
+from .versions import InvalidVersion, Release, major_minor, release_key
 
 # typing and dataclasses are not imported on the start-up path of `cudaenv which`; type
 # checkers treat a module-level TYPE_CHECKING as True.
@@ -107,7 +107,7 @@ def toolkit_release(root: Path) -> tuple[str, str | None] | None:
         mapped = _component_to_release(comp)
         return (mapped or short), comp
     if component:
-        return ".".join(component.split(".")[:2]), component
+        return major_minor(component), component
     return None
 
 

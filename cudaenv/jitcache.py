@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .consumers import ptx_isa
+from .versions import major_minor
 
 _NINJA_VAR = re.compile(r"^(cuda_home|nvcc)\s*=\s*(\S+)\s*$", re.M)
 _PTX_VERSION = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.M)
@@ -83,7 +84,7 @@ def _release(root: str | None) -> str | None:
     from .machine import release_of
 
     rel = release_of(root) if root and os.path.isdir(root) else None
-    return ".".join(rel.split(".")[:2]) if rel else None
+    return major_minor(rel) if rel else None
 
 
 def ninja_entries(kind: str, base: Path) -> list[CacheEntry]:
@@ -138,7 +139,7 @@ def judge(entry: CacheEntry, usage: Usage) -> CacheEntry:
     root, cur = usage.toolkits.get(entry.kind, (None, None))
     if root and entry.built_with and os.path.realpath(root) == os.path.realpath(entry.built_with):
         return entry
-    cur = ".".join(cur.split(".")[:2]) if cur else None
+    cur = major_minor(cur) if cur else None
     if cur and entry.release and entry.release != cur:
         entry.stale, entry.reason = True, f"built with CUDA {entry.release} ({entry.built_with}), toolkit in use is {cur}"
     return entry
@@ -188,7 +189,7 @@ def usage_of(probe, answers, env=None) -> Usage:
         elif probe.selection:
             # The consumer finds no toolkit in this shell: under cudaenv's hook or `cudaenv exec`
             # it uses the selected one.
-            usage.toolkits[kind] = (probe.selection["root"], probe.selection["release"])
+            usage.toolkits[kind] = (probe.selection.root, probe.selection.release)
     t = answers.get("triton")
     if t:
         usage.triton_isa = {int(k): v.get("ptx_isa") for k, v in t.fields["archs"].items() if v.get("ptx_isa")}

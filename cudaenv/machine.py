@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import discover, settings
 from .errors import InputError
+from .versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
 
 SMI_QUERY = "--query-gpu=index,name,compute_cap,driver_version"
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -47,7 +48,7 @@ _DRIVER_RE = re.compile(r"\d+\.\d+(?:\.\d+)?\Z")
 
 
 class ProbeInputError(InputError, ValueError):
-    """A planning override that is not well formed; the message is one line."""
+    """A probe override (--arch, --torch-cuda, --driver, ...) that is not well formed; the message is one line."""
 
 
 # --- values -----------------------------------------------------------------------------
@@ -95,6 +96,19 @@ class Lookup:
     has_nvcc: bool = False
 
 
+@dataclass(frozen=True)
+class SelectedToolkit:
+    """cudaenv's selection here and the toolkit it names (selection.Resolved, as plain values)."""
+
+    version: str  # the spec as written: "13.0", "system"
+    source: str  # "CUDAENV_VERSION", a version file's path, or "default"
+    line: int | None  # the version file's line that holds it
+    origin: str  # "set by ...", for people
+    release: str  # "13.0.2", or "unknown" when the toolkit does not say
+    root: str
+    toolkit_origin: str  # "cudaenv", or where the toolkit was found
+
+
 @dataclass
 class Probe:
     gpus: list[GPU]
@@ -106,7 +120,7 @@ class Probe:
     nvcc_on_path: str | None
     cuda_home: str | None
     cuda_path: str | None
-    selection: dict | None
+    selection: SelectedToolkit | None
     selection_error: str | None
     torch_cuda: str | None  # the probe's or --torch-cuda's
     notes: list[str] = field(default_factory=list)
@@ -142,13 +156,33 @@ def normalize_arch(value: str) -> str:
     raise ProbeInputError(f"invalid --arch {value!r}: allowed are sm_XY[a|f] (e.g. sm_120, sm_90a) or a compute capability such as 12.0")
 
 
-def check_torch_cuda(value: str) -> str:
-    from .resolver import normalize_torch_cuda
+def known_torch_variants() -> set[str]:
+    """Every torch build cudaenv's data knows: cu126, cu128, cu130, ..."""
+    from .data import load
 
-    try:
-        return normalize_torch_cuda(value)
-    except ValueError as e:
-        raise ProbeInputError(str(e)) from None
+    return {v for builds in load("torch_builds.json")["builds"].values() for v in builds}
+
+
+def check_torch_cuda(value: str) -> str:
+    """`13.0` or `cu130` -> "13.0". Refuses a CUDA that never existed, such as 12.7: neither a
+    toolkit release nor a torch build. Majors above the data are kept (a newer torch build),
+    and the resolver reports them as unknown."""
+    from .data import load
+
+    v = value.strip()
+    m = re.fullmatch(r"cu(\d{2,3})", v)
+    if m:
+        v = variant_release("cu" + m.group(1))
+    if not re.fullmatch(r"\d{1,2}\.\d", v):
+        raise ProbeInputError(f"invalid --torch-cuda {value!r}: allowed is MAJOR.MINOR such as 13.0, or a torch build "
+                              "such as cu130")
+    releases = load("arch_support.json")["releases"]  # the toolkit minors the data knows
+    variants = known_torch_variants()
+    if major_of(v) <= max(major_of(r) for r in releases) and v not in releases and torch_variant(v) not in variants:
+        builds = ", ".join(sorted(variants, key=lambda b: number_key(variant_release(b))))
+        raise ProbeInputError(f"invalid --torch-cuda {value!r}: there is no CUDA {v} toolkit and no torch "
+                              f"{torch_variant(v)} build; allowed are the torch builds {builds} (or their X.Y)")
+    return v
 
 
 def check_flashinfer(value: str) -> str:
@@ -271,7 +305,7 @@ def gpu_tried(env) -> list[str]:
 
 
 def gpus_and_driver(env, archs=(), driver=None, no_gpu=False):
-    """(gpus, gpu_source, driver, driver_source), planning overrides first."""
+    """(gpus, gpu_source, driver, driver_source), the overrides first."""
     if archs:
         gpus = [GPU(i, "planned (--arch)", "", a, None) for i, a in enumerate(archs)]
         source = "--arch"
@@ -379,13 +413,12 @@ def pip_cuda_headers(dirs: list[str], packages: dict[str, Package]) -> dict | No
             try:
                 m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header.read_text(errors="replace"))
                 if m:
-                    n = int(m.group(1))
-                    version = f"{n // 1000}.{(n % 1000) // 10}"
+                    version = cudart_release(int(m.group(1)))
             except OSError:
                 if not inc.is_dir():
                     continue
             if version is None and "nvidia-cuda-runtime" in packages:
-                version = ".".join(packages["nvidia-cuda-runtime"].version.split(".")[:2])
+                version = major_minor(packages["nvidia-cuda-runtime"].version)
             if version:
                 return {"version": version, "include": str(inc)}
     return None
@@ -500,18 +533,18 @@ def triton_lookup(env, py: PythonEnv | None) -> Lookup | None:
         from .data import load
 
         bundled = load("consumers.json")["triton"]["bundled_ptxas"]
-        short = ".".join(py.packages["triton"].version.split(".")[:2])
+        short = major_minor(py.packages["triton"].version)
         version = (bundled.get(short) or {}).get("version")
     return Lookup("triton-ptxas", path, via, version, ok, ok)
 
 
 # --- the whole probe ----------------------------------------------------------------------
 
-def current_selection(env, cwd=None) -> tuple[dict | None, str | None]:
+def current_selection(env, cwd=None) -> tuple[SelectedToolkit | None, str | None]:
     from . import selection
 
     try:
-        return selection.current(cwd, env).to_json(), None
+        return SelectedToolkit(**selection.current(cwd, env).to_json()), None
     except selection.SelectionError as e:
         return None, str(e)
 
@@ -530,7 +563,7 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
     gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
     py = python_env(python, env)
     sel, sel_err = current_selection(env, cwd)
-    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel["root"] if sel else None)]
+    lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel.root if sel else None)]
     tl = triton_lookup(env, py)
     if tl:
         lookups.append(tl)

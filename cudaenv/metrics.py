@@ -22,6 +22,7 @@ import os
 import time
 
 from .errors import CudaenvError
+from .versions import major_minor
 
 # Rendering is plain string formatting of the text format: doctor already paid for its probe,
 # and this module must add nothing measurable to it (no client library, no tempfile until --output).
@@ -44,7 +45,7 @@ def _family(lines: list[str], name: str, help_text: str, samples) -> None:
 
 
 def _minor(release: str | None) -> str:
-    return ".".join(release.split(".")[:2]) if release else ""
+    return major_minor(release) if release else ""
 
 
 def render(report, now: float | None = None) -> str:
@@ -65,11 +66,10 @@ def render(report, now: float | None = None) -> str:
     if torch_version:
         _family(out, "torch_info", "torch in the checked Python and the CUDA release it was built with.",
                 [({"version": torch_version, "cuda": (p.python.torch_cuda or "")}, 1)])
-    sel = p.selection or {}
-    if sel.get("release"):
+    sel = p.selection
+    if sel and sel.release:
         _family(out, "toolkit_info", "The CUDA toolkit cudaenv selects here.",
-                [({"release": sel["release"], "minor": _minor(sel["release"]), "source": sel.get("source") or ""},
-                  1)])
+                [({"release": sel.release, "minor": _minor(sel.release), "source": sel.source or ""}, 1)])
     return "\n".join(out) + "\n"
 
 

@@ -21,6 +21,8 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .data import load
+from .machine import known_torch_variants, probe as run_probe
+from .versions import major_minor, major_of, number_key, torch_variant, variant_release
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 # Targets NVIDIA renamed between releases: (new name, release that renamed it). CUDA 13.0's
@@ -28,27 +30,15 @@ TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 RENAMED = {"sm_101": ("sm_110", "13.0"), "sm_101a": ("sm_110a", "13.0"), "sm_101f": ("sm_110f", "13.0")}
 
 
-# --- release and driver arithmetic ------------------------------------------------------------
-
-def key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version))
-
-
-def short(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
-def major(version: str) -> int:
-    return int(version.split(".")[0])
-
+# --- releases, targets and drivers -----------------------------------------------------------
 
 def releases() -> list[str]:
     """Every toolkit minor the data knows, oldest first."""
-    return sorted(load("arch_support.json")["releases"], key=key)
+    return sorted(load("arch_support.json")["releases"], key=number_key)
 
 
 def targets(release: str) -> list[str]:
-    return load("arch_support.json")["releases"].get(short(release), {}).get("sm", [])
+    return load("arch_support.json")["releases"].get(major_minor(release), {}).get("sm", [])
 
 
 def can_target(release: str, sm: str) -> bool:
@@ -63,39 +53,30 @@ def _min_driver_by_minor() -> dict[str, str]:
     """The GA (lowest patch) minimum driver of each minor: a driver that runs X.Y.0 runs X.Y."""
     out: dict[str, str] = {}
     table = load("drivers.json")["toolkit_min_driver"]
-    for rel in sorted(table, key=key):
+    for rel in sorted(table, key=number_key):
         d = table[rel]["min_driver"]
-        if d and short(rel) not in out:
-            out[short(rel)] = d
+        if d and major_minor(rel) not in out:
+            out[major_minor(rel)] = d
     return out
 
 
 def min_driver(release: str) -> str | None:
-    return _min_driver_by_minor().get(short(release))
+    return _min_driver_by_minor().get(major_minor(release))
 
 
 def driver_cuda_version(driver: str) -> str | None:
     """The newest CUDA minor whose minimum driver this driver meets (what nvidia-smi calls CUDA Version)."""
-    ok = [r for r, d in _min_driver_by_minor().items() if key(driver) >= key(d)]
-    return max(ok, key=key) if ok else None
+    ok = [r for r, d in _min_driver_by_minor().items() if number_key(driver) >= number_key(d)]
+    return max(ok, key=number_key) if ok else None
 
 
 def compat_majors(driver: str) -> list[int]:
     """Majors whose minor-version-compatibility floor this driver meets."""
     floors = load("drivers.json")["minor_version_compat_min"]
-    return sorted(int(m) for m, floor in floors.items() if key(driver) >= key(floor))
+    return sorted(int(m) for m, floor in floors.items() if number_key(driver) >= number_key(floor))
 
 
 # --- torch builds ------------------------------------------------------------------------------
-
-def variant_of(torch_cuda: str) -> str:
-    return "cu" + torch_cuda.replace(".", "")
-
-
-def variant_release(variant: str) -> str:
-    digits = variant[2:]
-    return f"{digits[:-1]}.{digits[-1]}"
-
 
 def _covers(build: dict, sm: str) -> bool:
     """SASS for sm_XY runs on sm_XZ (Z >= Y, same major); PTX compute_XY JITs for anything newer."""
@@ -119,8 +100,8 @@ def torch_builds(torch_version: str | None = None, variant: str | None = None) -
     """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`."""
     table = load("torch_builds.json")["builds"]
     rows = []
-    for tv in sorted(table, key=key):
-        if torch_version and short(torch_version) != tv:
+    for tv in sorted(table, key=number_key):
+        if torch_version and major_minor(torch_version) != tv:
             continue
         if variant and not torch_version and variant not in table[tv]:
             continue
@@ -139,7 +120,7 @@ def torch_build(torch_version: str | None, variant: str) -> dict | None:
 def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | None:
     """(torch minor, variant) of the closest torch build with kernels for every arch whose CUDA
     release `fits`; same CUDA major as `variant` preferred, then the nearest release, then newer torch."""
-    here = key(variant_release(variant))
+    here = number_key(variant_release(variant))
     best = None
     rows = torch_builds(torch_version, variant)
     if torch_version and not any(all(_covers(b, a) for a in archs) and fits(variant_release(v)) for _, v, b in rows):
@@ -149,10 +130,25 @@ def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | Non
         rel = variant_release(v)
         if not all(_covers(b, a) for a in archs) or not fits(rel):
             continue
-        score = (major(rel) != here[0], abs(key(rel)[0] * 100 + key(rel)[1] - here[0] * 100 - here[1]), -key(tv)[1])
+        score = (major_of(rel) != here[0], abs(number_key(rel)[0] * 100 + number_key(rel)[1] - here[0] * 100 - here[1]), -number_key(tv)[1])
         if best is None or score < best[0]:
             best = (score, tv, v)
     return (best[1], best[2]) if best else None
+
+
+def torch_version_for(probe) -> str | None:
+    """The installed torch's version when the torch resolved for is that torch, else None
+    (a --torch-cuda of another build, or no torch): which torch's builds the rules look up."""
+    py = probe.python
+    return py.version("torch") if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
+
+
+def torch_accepts(release: str, torch_cuda: str) -> str:
+    """How torch's cpp_extension (_check_cuda_version) takes a toolkit `release` for its own CUDA:
+    "ok" (same minor), "minor" (another minor: it warns) or "major" (another major: it refuses)."""
+    if major_of(release) != major_of(torch_cuda):
+        return "major"
+    return "ok" if major_minor(release) == major_minor(torch_cuda) else "minor"
 
 
 def torch_fix(torch_minor: str, variant: str) -> str:
@@ -174,11 +170,11 @@ class Constraint:
     def allows(self, release: str) -> bool:
         if self.impossible:
             return False
-        if self.min and key(release) < key(self.min):
+        if self.min and number_key(release) < number_key(self.min):
             return False
-        if self.max and key(release) > key(self.max):
+        if self.max and number_key(release) > number_key(self.max):
             return False
-        return self.major is None or major(release) == self.major
+        return self.major is None or major_of(release) == self.major
 
     def describe(self) -> str:
         if self.impossible:
@@ -253,9 +249,9 @@ def arch_constraint(sm: str) -> Constraint:
         return Constraint("gpu-arch", f"{sm} is unknown to cudaenv's data: no known toolkit "
                           f"({releases()[0]}-{releases()[-1]}) compiles for it", ARCH_SOURCE, impossible=True)
     all_r = releases()
-    after = [r for r in all_r if key(r) > key(window[-1])]
+    after = [r for r in all_r if number_key(r) > number_key(window[-1])]
     dropped = f", dropped in {after[0]}" if after else ""
-    if sm in RENAMED and after and key(after[0]) >= key(RENAMED[sm][1]):
+    if sm in RENAMED and after and number_key(after[0]) >= number_key(RENAMED[sm][1]):
         dropped += f" (renamed {RENAMED[sm][0]} in {RENAMED[sm][1]})"
     return Constraint("gpu-arch", f"native code for {sm}: first in {window[0]}{dropped}", ARCH_SOURCE,
                       min=window[0], max=window[-1] if after else None)
@@ -278,45 +274,23 @@ def unknown_arch_findings(archs) -> list[Finding]:
     return out
 
 
-def known_variants() -> set[str]:
-    return {v for builds in load("torch_builds.json")["builds"].values() for v in builds}
-
-
-def normalize_torch_cuda(value: str) -> str:
-    """`13.0` or `cu130` -> "13.0". Raises ValueError (one line) for a CUDA that never existed,
-    such as 12.7: neither a toolkit release nor a torch build. Majors above the data are kept
-    (a newer torch build) and reported as unknown by plan()."""
-    v = value.strip()
-    m = re.fullmatch(r"cu(\d{2,3})", v)
-    if m:
-        v = variant_release("cu" + m.group(1))
-    if not re.fullmatch(r"\d{1,2}\.\d", v):
-        raise ValueError(f"invalid --torch-cuda {value!r}: allowed is MAJOR.MINOR such as 13.0, or a torch build "
-                         "such as cu130")
-    if major(v) <= major(releases()[-1]) and v not in releases() and variant_of(v) not in known_variants():
-        builds = ", ".join(sorted(known_variants(), key=lambda b: key(variant_release(b))))
-        raise ValueError(f"invalid --torch-cuda {value!r}: there is no CUDA {v} toolkit and no torch {variant_of(v)} "
-                         f"build; allowed are the torch builds {builds} (or their X.Y)")
-    return v
-
-
 def torch_unknown_finding(torch_cuda: str) -> Finding | None:
-    variant = variant_of(torch_cuda)
-    if variant in known_variants():
+    variant = torch_variant(torch_cuda)
+    if variant in known_torch_variants():
         return None
-    newest = max(known_variants(), key=lambda b: key(variant_release(b)))
-    if any(major(r) == major(torch_cuda) for r in releases()):
+    newest = max(known_torch_variants(), key=lambda b: number_key(variant_release(b)))
+    if any(major_of(r) == major_of(torch_cuda) for r in releases()):
         return None  # a minor the data lacks, inside a known major: the major rule still holds
     return Finding("error", "unknown-torch-build",
                    f"torch {variant} is unknown: cudaenv's data knows torch builds up to {newest} and toolkits up to "
-                   f"{releases()[-1]}, so no known toolkit has CUDA {major(torch_cuda)}.x. Update cudaenv "
+                   f"{releases()[-1]}, so no known toolkit has CUDA {major_of(torch_cuda)}.x. Update cudaenv "
                    "(pip install -U cudaenv)", "pip install -U cudaenv", "cudaenv/data/torch_builds.json")
 
 
 def torch_constraint(torch_cuda: str) -> Constraint:
     return Constraint("torch", f"torch is built with CUDA {torch_cuda}: its cpp_extension refuses a toolkit "
                       f"of another major",
-                      "torch/utils/cpp_extension.py _check_cuda_version", major=major(torch_cuda))
+                      "torch/utils/cpp_extension.py _check_cuda_version", major=major_of(torch_cuda))
 
 
 def flashinfer_constraints(version: str, archs) -> list[Constraint]:
@@ -361,16 +335,16 @@ def driver_constraint(driver: str) -> Constraint | None:
     newer = [m for m in floors if int(m) > top]
     if not newer:
         return None
-    top_release = max((r for r in releases() if major(r) == top), key=key)
+    top_release = max((r for r in releases() if major_of(r) == top), key=number_key)
     return Constraint("driver", f"driver {driver} runs CUDA {'/'.join(f'{m}.x' for m in majors)} "
                       f"({newer[0]}.x needs >= {floors[newer[0]]})", src, max=top_release)
 
 
 # --- the resolver ------------------------------------------------------------------------------
 
-def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
-         flashinfer: str | None = None) -> Resolution:
-    """Resolve from explicit inputs (what `resolve` derives from a probe)."""
+def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
+                flashinfer: str | None = None) -> Resolution:
+    """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe)."""
     archs = list(dict.fromkeys(archs))
     constraints = [arch_constraint(a) for a in archs]
     if torch_cuda:
@@ -396,19 +370,19 @@ def plan(archs=(), torch_cuda: str | None = None, torch_version: str | None = No
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
     if torch_cuda:
-        above = [r for r in candidates if key(r) >= key(torch_cuda)]
+        above = [r for r in candidates if number_key(r) >= number_key(torch_cuda)]
         recommended = above[0] if above else candidates[-1]
     else:
         recommended = candidates[-1]
         # A driver runs every release up to its own CUDA version fully (PTX JIT included):
         # prefer the newest of those over a newer one that would only half work.
         dcv = driver_cuda_version(driver) if driver else None
-        full = [r for r in candidates if dcv and key(r) <= key(dcv)]
+        full = [r for r in candidates if dcv and number_key(r) <= number_key(dcv)]
         if full:
             recommended = full[-1]
     if driver:
         findings += driver_findings(driver, minimum, recommended)
-    if torch_cuda and short(recommended) != short(torch_cuda):
+    if torch_cuda and torch_accepts(recommended, torch_cuda) != "ok":
         findings.append(Finding("warning", "torch", f"torch is built with CUDA {torch_cuda} and the toolkit would be "
                                 f"{recommended}: a different minor only warns when building extensions",
                                 None, "torch/utils/cpp_extension.py _check_cuda_version"))
@@ -421,14 +395,14 @@ def switch_fix(release: str) -> str:
 
 
 def torch_arch_findings(archs, torch_cuda, torch_version, constraints) -> list[Finding]:
-    variant = variant_of(torch_cuda)
+    variant = torch_variant(torch_cuda)
     build = torch_build(torch_version, variant)
     if build is None:
         return []
     missing = [a for a in archs if not _covers(build, a)]
     if not missing:
         return []
-    label = f"torch {short(torch_version)}+{variant}" if torch_version else f"torch {variant}"
+    label = f"torch {major_minor(torch_version)}+{variant}" if torch_version else f"torch {variant}"
     others = [c for c in constraints if c.rule != "torch"]
     way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
     fix = None
@@ -445,24 +419,24 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
     others = [c for c in constraints if c.rule != "torch"]
     fits = [r for r in releases() if all(c.allows(r) for c in others)]
     drv = [c for c in constraints if c.rule == "driver"]
-    if torch_cuda and drv and not drv[0].allows(f"{major(torch_cuda)}.0"):
+    if torch_cuda and drv and not drv[0].allows(f"{major_of(torch_cuda)}.0"):
         # The driver, not the toolkit, blocks torch's own build: any toolkit of torch's major
         # would leave torch unable to start. Upgrading the driver keeps torch as installed.
-        need = min_driver(torch_cuda) or load("drivers.json")["minor_version_compat_min"].get(str(major(torch_cuda)))
-        msg = f"the driver cannot run torch {variant_of(torch_cuda)}: {drv[0].reason}"
-        way = covering_build(archs, torch_version, variant_of(torch_cuda), lambda r: all(c.allows(r) for c in others))
+        need = min_driver(torch_cuda) or load("drivers.json")["minor_version_compat_min"].get(str(major_of(torch_cuda)))
+        msg = f"the driver cannot run torch {torch_variant(torch_cuda)}: {drv[0].reason}"
+        way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others))
         if way:
             msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
         return Finding("error", "impossible", msg, f"install NVIDIA driver >= {need}" if need else None,
                        "cudaenv/data/drivers.json")
     if torch_cuda and fits:
-        variant = variant_of(torch_cuda)
+        variant = torch_variant(torch_cuda)
         way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
-        blocking = [c.reason for c in others if not any(c.allows(r) and major(r) == major(torch_cuda) for r in releases())]
-        msg = (f"no CUDA {major(torch_cuda)}.x toolkit fits torch {variant}: " + "; ".join(blocking or [why]))
+        blocking = [c.reason for c in others if not any(c.allows(r) and major_of(r) == major_of(torch_cuda) for r in releases())]
+        msg = (f"no CUDA {major_of(torch_cuda)}.x toolkit fits torch {variant}: " + "; ".join(blocking or [why]))
         if way:
             tk = variant_release(way[1])
-            tk = tk if tk in fits else next((r for r in fits if key(r) >= key(tk)), fits[-1])
+            tk = tk if tk in fits else next((r for r in fits if number_key(r) >= number_key(tk)), fits[-1])
             return Finding("error", "impossible", msg + f". Way out: use torch {way[0]}+{way[1]} and toolkit {tk}",
                            f"{torch_fix(*way)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
         return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}",
@@ -485,7 +459,7 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
 
 def driver_findings(driver, minimum, recommended) -> list[Finding]:
     dcv = driver_cuda_version(driver)
-    if dcv and key(recommended) > key(dcv):
+    if dcv and number_key(recommended) > number_key(dcv):
         return [Finding("warning", "driver", f"driver {driver} supports CUDA {dcv}; {recommended} is newer: "
                         "SASS runs, but PTX built by it fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
                         f"install NVIDIA driver >= {min_driver(recommended) or 'the ' + recommended + ' release driver'}",
@@ -496,12 +470,8 @@ def driver_findings(driver, minimum, recommended) -> list[Finding]:
 def resolve(probe=None, **probe_args) -> Resolution:
     """Resolve for this machine (or the given Probe); probe_args as for cudaenv.machine.probe()."""
     if probe is None:
-        from .machine import probe as run_probe
-
         probe = run_probe(**probe_args)
-    py = probe.python
-    torch_version = py.version("torch") if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
-    return plan(probe.archs, probe.torch_cuda, torch_version, probe.driver, probe.flashinfer)
+    return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer)
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

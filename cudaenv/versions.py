@@ -130,3 +130,45 @@ def newest_match(spec: Spec, releases):
     """The newest release in `releases` (Release objects) that `spec` matches, or None."""
     hits = [r for r in releases if spec.matches(r)]
     return max(hits) if hits else None
+
+
+# --- arithmetic on version strings from the data and the outside world ----------------------
+# Plain string work, no validation: these take what a data file, nvcc, pip or a driver
+# reports ("13.0.2", "580.65.06", "2.9.0+cu130"), never a user's spec (that is parse_spec).
+
+def number_key(version: str) -> tuple[int, ...]:
+    """Every run of digits, in order, as a sort key: "580.65.06" -> (580, 65, 6), "13.0" -> (13, 0)."""
+    out, run = [], ""
+    for ch in version + ".":
+        if ch.isdecimal():
+            run += ch
+        elif run:
+            out.append(int(run))
+            run = ""
+    return tuple(out)
+
+
+def major_minor(version: str) -> str:
+    """The minor a version belongs to: "13.0.2" -> "13.0" (as Release.short is for a Release)."""
+    return ".".join(version.split(".")[:2])
+
+
+def major_of(version: str) -> int:
+    """The major as a number: "13.0.2" -> 13."""
+    return int(version.split(".")[0])
+
+
+def cudart_release(cudart_version: int) -> str:
+    """The minor that cuda_runtime_api.h's CUDART_VERSION names: 13000 -> "13.0", 12080 -> "12.8"."""
+    return f"{cudart_version // 1000}.{cudart_version % 1000 // 10}"
+
+
+def torch_variant(torch_cuda: str) -> str:
+    """The torch build (wheel index) for a CUDA minor: "13.0" -> "cu130"."""
+    return "cu" + torch_cuda.replace(".", "")
+
+
+def variant_release(variant: str) -> str:
+    """The CUDA minor of a torch build: "cu130" -> "13.0", "cu128" -> "12.8"."""
+    digits = variant[2:]
+    return f"{digits[:-1]}.{digits[-1]}"

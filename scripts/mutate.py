@@ -69,7 +69,7 @@ class Mutation:
 
 MUTATIONS = [
     # resolver
-    Mutation("R5", "cudaenv/resolver.py", "-key(tv)[1])", "key(tv)[1])",
+    Mutation("R5", "cudaenv/resolver.py", "-number_key(tv)[1])", "number_key(tv)[1])",
              "the way-out suggestion prefers the oldest torch"),
     Mutation("R6", "cudaenv/resolver.py", "if best is None or score < best[0]:",
              "if best is None or score <= best[0]:", "ties between way-out builds go to the last one seen"),
@@ -112,11 +112,11 @@ MUTATIONS = [
     Mutation("I5", "cudaenv/install.py", '            step = ("building the toolkit", staging.parent)\n', "",
              "a full store is reported as a full cache"),
     # doctor
-    Mutation("DR2", "cudaenv/diagnostics.py", 'self.add("gpu-target", "error",', 'self.add("gpu-target", "warn",',
+    Mutation("DR2", "cudaenv/diagnostics.py", 'ctx.finding("gpu-target", "error",', 'ctx.finding("gpu-target", "warn",',
              "the gpu-target error is downgraded to a warning"),
-    Mutation("DR3", "cudaenv/diagnostics.py", 'self.add("driver", "warn",', 'self.add("driver", "ok",',
+    Mutation("DR3", "cudaenv/diagnostics.py", 'ctx.finding("driver", "warn",', 'ctx.finding("driver", "ok",',
              "the driver warning is reported as ok"),
-    Mutation("DR4", "cudaenv/diagnostics.py", 'self.add("driver-torch", "error",', 'self.add("driver-torch", "warn",',
+    Mutation("DR4", "cudaenv/diagnostics.py", 'ctx.finding("driver-torch", "error",', 'ctx.finding("driver-torch", "warn",',
              "a driver that cannot run torch's own CUDA is only a warning"),
     Mutation("DR5", "cudaenv/diagnostics.py", "return bool(self.torch_version and self.p.torch_cuda) if consumer",
              "return bool(self.torch_version) if consumer", "a torch without CUDA is judged by where it would find a toolkit"),

@@ -23,6 +23,7 @@ DOCUMENTED = {
     "probe": "cudaenv.machine",
     "ProbeInputError": "cudaenv.machine",
     "resolve": "cudaenv.resolver",
+    "recommend": "cudaenv.resolver",
     "plan": "cudaenv.resolver",
     "recommended_release": "cudaenv.resolver",
     "doctor": "cudaenv.diagnostics",
@@ -67,6 +68,7 @@ def test_documented_names_are_stable_and_real():
     ("probe", ["python", "archs", "torch_cuda", "driver", "no_gpu", "env", "cwd"]),
     ("resolve", ["probe", "probe_args"]),
     ("doctor", ["probe", "env", "probe_args"]),
+    ("recommend", ["archs", "torch_cuda", "torch_version", "driver", "flashinfer"]),
     ("plan", ["archs", "torch_cuda", "torch_version", "driver", "flashinfer"]),
 ])
 def test_signatures_are_the_functions_own(name, first_params):

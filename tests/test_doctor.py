@@ -176,3 +176,37 @@ def test_python_api(failing):
     res = cudaenv.resolve(report.probe)
     assert (res.minimum, res.recommended) == ("13.0", "13.0")
     assert cudaenv.probe(env=env, python=m.python).torch_cuda == "13.0"
+
+
+def test_checks_are_one_table_of_functions(failing, monkeypatch):
+    """A check is a function of the read-only Context registered in CHECKS: running the table
+    twice gives the same findings, and one more line in the table adds a finding, in order, with
+    the hook appended to a fix that selects a toolkit, and its status counts in the exit code."""
+    import dataclasses
+
+    import cudaenv
+    from cudaenv import diagnostics
+
+    m = failing
+    env = m.env(path_first=[m.cuda128 / "bin"])
+    ctx = diagnostics.Context.of(cudaenv.probe(env=env, python=m.python), env)
+    first, again = diagnostics.run_checks(ctx), diagnostics.run_checks(ctx)
+    assert [dataclasses.asdict(c) for c in first.checks] == [dataclasses.asdict(c) for c in again.checks]
+    names = [name for name, _ in diagnostics.CHECKS]
+    assert len(names) == len(set(names)) and names[0] == "selected-toolkit" and names[-1] == "jit-caches"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ctx.in_use = "/elsewhere"
+
+    def always(ctx):
+        yield ctx.finding("always", "warn", "a check added in one line", "", "cudaenv local 13.0")
+        yield ctx.finding("always-ok", "ok", "fine", "", "never shown")
+
+    monkeypatch.setattr(diagnostics, "CHECKS", (*diagnostics.CHECKS, ("always", always)))
+    report = diagnostics.run_checks(ctx)
+    assert [c.id for c in report.checks] == [c.id for c in first.checks] + ["always", "always-ok"]
+    assert report.checks[-2].fix == 'cudaenv local 13.0 && eval "$(cudaenv init - bash)"'
+    assert report.checks[-1].fix is None and report.exit_code == 2
+
+    monkeypatch.setattr(diagnostics, "CHECKS", (("always", always),))
+    only = diagnostics.run_checks(ctx)
+    assert (only.status, only.exit_code, [c.id for c in only.checks]) == ("warn", 1, ["always", "always-ok"])

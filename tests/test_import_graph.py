@@ -98,8 +98,6 @@ KNOWN = [
     # A lookup of a stale alias table rebuilds it (aliases.refresh -> rehash), and
     # rebuilding reads the global selection (storelinks, shims -> selection -> aliases).
     ["cudaenv.aliases", "cudaenv.rehash", "cudaenv.selection", "cudaenv.shims", "cudaenv.storelinks"],
-    # resolve() probes when given no probe; the probe checks --torch-cuda with the resolver's table.
-    ["cudaenv.machine", "cudaenv.resolver"],
 ]
 
 
@@ -113,6 +111,13 @@ def test_extract_and_deb_are_not_a_cycle():
     graph = import_graph()
     assert "cudaenv.extract" not in graph["cudaenv.deb"]
     assert "cudaenv.shims" not in graph["cudaenv.aliases"]
+
+
+def test_the_probe_does_not_import_the_resolver():
+    # The resolver reads probes (and probes when given none); the probe checks its own overrides.
+    graph = import_graph()
+    assert "cudaenv.machine" in graph["cudaenv.resolver"]
+    assert "cudaenv.resolver" not in graph["cudaenv.machine"]
 
 
 def test_a_cycle_is_found():

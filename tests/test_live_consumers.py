@@ -154,7 +154,7 @@ def test_doctor_triton_verdict_is_triton_s_own(real_venv, world):
         report = doc.doctor(probe_for(python, env, ["sm_121"]), env=dict(env, CUDAENV_LIVE=mode))
         check = next(c for c in report.checks if c.id == "triton-ptxas")
         assert check.status == "error" and "ptxas 12.8.93" in check.verdict and "sm_121" in check.verdict
-        assert check.fix == f"export TRITON_PTXAS_BLACKWELL_PATH={report.probe.selection['root']}/bin/ptxas"
+        assert check.fix == f"export TRITON_PTXAS_BLACKWELL_PATH={report.probe.selection.root}/bin/ptxas"
     env.pop("TRITON_PTXAS_BLACKWELL_PATH")
     report = doc.doctor(probe_for(python, env, ["sm_80", "sm_121"]), env=env)
     check = next(c for c in report.checks if c.id == "triton-ptxas")

@@ -136,3 +136,24 @@ def test_no_gpu_says_how_detection_was_tried(tmp_path):
     assert p.gpu_source == "none" and p.gpu_tried[0] == "nvidia-smi not on PATH"
     r = m.cli("doctor")
     assert "GPUs: no NVIDIA GPU or driver found (nvidia-smi not on PATH" in r.stdout and "none (none)" not in r.stdout
+
+
+def test_selection_is_named_fields_with_the_same_json(tmp_path):
+    """Probe.selection is a frozen SelectedToolkit; doctor --json shows it as the selection's own
+    JSON (`cudaenv version --json`'s keys, in that order)."""
+    import dataclasses
+
+    from cudaenv import selection
+
+    m = Machine(tmp_path, torch=None)
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    env = m.env()
+    p = pr.probe(env=env, cwd=m.proj)
+    assert isinstance(p.selection, pr.SelectedToolkit)
+    assert (p.selection.version, p.selection.release, p.selection.root, p.selection.line) == ("13.0", "13.0.2", str(tk), 1)
+    want = selection.current(m.proj, env).to_json()
+    assert list(p.to_json()["selection"].items()) == list(want.items())
+    assert json.loads(m.cli("doctor", "--json", env=env).stdout)["probe"]["selection"] == want
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.selection.root = "/elsewhere"

@@ -49,7 +49,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_plan(case):
     _, kwargs, minimum, recommended, status, text = case
-    r = rs.plan(**kwargs)
+    r = rs.recommend(**kwargs)
     assert (r.minimum, r.recommended, r.status) == (minimum, recommended, status), r.findings
     if text:
         assert any(text in f.message or text in (f.fix or "") for f in r.findings), r.findings
@@ -58,7 +58,7 @@ def test_plan(case):
 
 
 def test_every_constraint_explains_itself():
-    r = rs.plan(archs=["sm_120"], torch_cuda="13.0", driver="570.124.06", flashinfer="0.6.1")
+    r = rs.recommend(archs=["sm_120"], torch_cuda="13.0", driver="570.124.06", flashinfer="0.6.1")
     rules = {c.rule for c in r.constraints}
     assert rules == {"gpu-arch", "torch", "flashinfer", "driver"}
     # The driver runs 12.x only and torch needs 13.x: nothing fits, and the answer says the driver.
@@ -133,11 +133,13 @@ def test_usage_errors_exit_64(tmp_path, cmd):
 
 
 def test_torch_cuda_spellings():
-    assert rs.normalize_torch_cuda("cu130") == rs.normalize_torch_cuda("13.0") == "13.0"
-    assert rs.normalize_torch_cuda("cu140") == "14.0"  # unknown, but a plausible future build: plan() names it
+    from cudaenv.machine import ProbeInputError, check_torch_cuda
+
+    assert check_torch_cuda("cu130") == check_torch_cuda("13.0") == "13.0"
+    assert check_torch_cuda("cu140") == "14.0"  # unknown, but a plausible future build: the resolver names it
     for bad in ("12.7", "cu127", "13", "13.0.2"):
-        with pytest.raises(ValueError):
-            rs.normalize_torch_cuda(bad)
+        with pytest.raises(ProbeInputError, match="invalid --torch-cuda"):
+            check_torch_cuda(bad)
 
 
 def test_unknown_arch_never_prints_placeholder(tmp_path):
@@ -150,7 +152,7 @@ def test_unknown_arch_never_prints_placeholder(tmp_path):
 
 
 def test_sm101_renamed():
-    r = rs.plan(archs=["sm_101"])
+    r = rs.recommend(archs=["sm_101"])
     assert "renamed sm_110 in 13.0" in r.constraints[0].reason
 
 

@@ -21,7 +21,7 @@ def usage_error(message: str, as_json: bool):
     sys.exit(EX_USAGE)
 
 
-class PlanCommand(click.Command):
+class ReportCommand(click.Command):
     """Click's own usage errors (unknown option, missing value) exit 64 here, not 2."""
 
     def make_context(self, info_name, args, parent=None, **extra):
@@ -34,7 +34,7 @@ class PlanCommand(click.Command):
             raise
 
 
-_PLAN_OPTIONS = [
+_PROBE_OPTIONS = [
     click.option("--python", "python", metavar="PATH", help="Target Python (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)."),
     click.option("--arch", "archs", multiple=True, metavar="SM", help="Plan for this GPU arch instead of the visible GPUs (repeatable), e.g. sm_120."),
     click.option("--torch-cuda", metavar="X.Y", help="Plan for a torch built with this CUDA, e.g. 13.0 or cu130."),
@@ -45,8 +45,8 @@ _PLAN_OPTIONS = [
 ]
 
 
-def plan_options(f):
-    for opt in reversed(_PLAN_OPTIONS):
+def probe_options(f):
+    for opt in reversed(_PROBE_OPTIONS):
         f = opt(f)
     return f
 
@@ -63,9 +63,9 @@ def _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
 
 def _installed(release: str) -> bool:
     from .. import store
-    from ..resolver import short
+    from ..versions import major_minor
 
-    return any(short(t.release) == release for t in store.managed_toolkits())
+    return any(major_minor(t.release) == release for t in store.managed_toolkits())
 
 
 def no_gpu_note(p) -> str | None:
@@ -98,7 +98,7 @@ def render_resolution(r, p=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command(cls=PlanCommand, epilog="""\b
+@click.command(cls=ReportCommand, epilog="""\b
 Examples:
   cudaenv resolve                                  # for this machine's GPUs, driver and torch
   cudaenv resolve --arch sm_120 --torch-cuda 13.0  # plan for another machine
@@ -107,7 +107,7 @@ Examples:
 Exit status: 0 fits, 1 fits with warnings, 2 errors (nothing fits, or torch
 lacks a GPU's kernels), 64 bad input or usage (message on stderr; with --json
 also {"schema": "cudaenv.error/1", ...} on stdout).""")
-@plan_options
+@probe_options
 def resolve(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
     """Minimum and recommended toolkit release for the GPU, driver and torch."""
     from ..resolver import resolve as run
@@ -123,7 +123,7 @@ def resolve(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
     sys.exit(r.exit_code)
 
 
-@click.command(cls=PlanCommand, epilog="""\b
+@click.command(cls=ReportCommand, epilog="""\b
 Examples:
   cudaenv doctor                      # every check, with the command that fixes it
   cudaenv doctor --python .venv/bin/python
@@ -133,7 +133,7 @@ Examples:
 Exit status: 0 all ok, 1 warnings, 2 errors, 3 the --output file could not be
 written, 64 bad input or usage (message on stderr; with --json also
 {"schema": "cudaenv.error/1", ...} on stdout).""")
-@plan_options
+@probe_options
 @click.option("--fix", is_flag=True, help="Clear stale JIT caches (asks first).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask before clearing.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only problems.")
