@@ -52,7 +52,7 @@ def run_functions(path, names, namespace):
         raise LookupError("%s has no %s" % (path, ", ".join(sorted(missing))))
     for node in found:
         node.decorator_list = []
-    module = ast.Module(body=found, type_ignores=[])
+    module = ast.Module(body=[*found], type_ignores=[])
     exec(compile(module, path, "exec"), namespace)
     return namespace
 
@@ -90,6 +90,8 @@ def torch_namespace():
 
 class SimpleVersion(tuple):
     """packaging.version.Version's ordering for plain X.Y, when packaging is not installed."""
+
+    text = ""  # set per instance in __new__
 
     def __new__(cls, text):
         obj = tuple.__new__(cls, tuple(int(p) for p in str(text).split(".")))

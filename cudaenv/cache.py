@@ -31,6 +31,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from . import locking, store
 
@@ -333,7 +334,7 @@ def installed_users() -> dict[str, list[str]]:
 def archive_entries() -> list[dict]:
     """Cached archives with their size and the installed toolkits that came from them."""
     users = installed_users()
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         entries = list(os.scandir(archives_root()))
     except FileNotFoundError:
@@ -351,7 +352,7 @@ def archive_entries() -> list[dict]:
 
 def tree_entries() -> list[dict]:
     users = installed_users()
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         entries = list(os.scandir(trees_root()))
     except FileNotFoundError:
@@ -419,7 +420,7 @@ def prune(older_than: float | None = None, uninstalled: bool = False, dry_run: b
     """Remove cached archives and trees: unused for `older_than` seconds, and/or not used by any
     toolkit installed in this CUDAENV_ROOT. With neither, everything goes (`cache clear`)."""
     now = time.time()
-    removed = {"archives": 0, "archive_bytes": 0, "trees": 0, "tree_bytes": 0, "entries": []}
+    removed: dict[str, Any] = {"archives": 0, "archive_bytes": 0, "trees": 0, "tree_bytes": 0, "entries": []}
     for entry in archive_entries() + tree_entries():
         if older_than is not None and now - entry["mtime"] < older_than:
             continue

@@ -7,8 +7,12 @@ when it runs, so `cudaenv which nvcc` never pays for requests or the resolver.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 # name -> "module:attribute"; one line per command, in the order `--help` lists them.
 COMMANDS = {
@@ -45,7 +49,7 @@ COMMANDS = {
 HIDDEN = {"sh-shell"}
 
 
-def debug(env=None) -> bool:
+def debug(env: Mapping[str, str] | None = None) -> bool:
     """Show tracebacks of internal errors: CUDAENV_DEBUG=1, or by default when run from a git checkout."""
     from . import settings
 
@@ -74,10 +78,10 @@ def visible_commands() -> list[str]:
 
 
 class LazyGroup(click.Group):
-    def list_commands(self, ctx):
+    def list_commands(self, ctx: click.Context) -> list[str]:
         return visible_commands()
 
-    def get_command(self, ctx, name):
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         target = COMMANDS.get(name)
         if target is None:
             return None
@@ -85,7 +89,7 @@ class LazyGroup(click.Group):
         # Every name here is a real command: a module that fails to import is a
         # bug to report, never a command that silently vanishes from --help.
         try:
-            command = getattr(importlib.import_module(module), attr)
+            command: click.Command = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as e:
             from .errors import InternalError
 
@@ -94,7 +98,7 @@ class LazyGroup(click.Group):
         _add_exit_codes(name, command)
         return command
 
-    def format_commands(self, ctx, formatter):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Listing help for every command would import every module; show the
         # short help from each command instead, which is what users read.
         rows = []
@@ -123,7 +127,7 @@ The store lives in $CUDAENV_ROOT (default: the user data dir; `cudaenv root` pri
 )
 @click.version_option(package_name="cudaenv", prog_name="cudaenv", message="%(prog)s %(version)s")
 @click.pass_context
-def main(ctx):
+def main(ctx: click.Context) -> None:
     """cudaenv: install CUDA toolkits side by side and select one per directory."""
     if ctx.invoked_subcommand is None:
         # A bare `cudaenv` is a request for help, as in pyenv and rbenv: exit 0.

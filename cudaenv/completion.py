@@ -59,7 +59,7 @@ def _options(name: str) -> list[str]:
     cmd = main.get_command(ctx, name)
     if cmd is None:
         return []
-    opts = []
+    opts: list[str] = []
     for p in cmd.params:
         if isinstance(p, click.Option):
             opts.extend(o for o in p.opts if o.startswith("--"))
@@ -77,7 +77,7 @@ def candidates(command: str, args: list[str]) -> list[str]:
     if command == "init":
         return out + ["-", *SHELLS]
     if command in TAKES_VERSION:
-        specs = set()
+        specs: set[str] = set()
         for tk in inventory.installed():
             parts = tk.release.split(".")
             specs.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))

@@ -22,6 +22,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import data as cdata
 from . import discover
@@ -68,6 +69,14 @@ class Answer:
 def _arch_num(sm: str) -> int | None:
     m = re.match(r"sm_(\d+)", sm)
     return int(m.group(1)) if m else None
+
+
+def _target_num(sm: str) -> int:
+    """The number of a target the probe or the shipped data names (sm_90a -> 90)."""
+    n = _arch_num(sm)
+    if n is None:
+        raise ValueError(f"not a GPU target: {sm!r}")
+    return n
 
 
 def _banner(tool: str) -> tuple[str, str] | None:
@@ -163,7 +172,7 @@ def _flashinfer_rule(version: str | None, major: int, minor: int, cuda: str | No
         except InvalidVersion:
             v = Version("0")
         for rule in load("consumers.json")["flashinfer"]["sm12_rules"]:
-            lo, hi = _arch_num(rule["sm_min"]), _arch_num(rule.get("sm_max") or "sm_999")
+            lo, hi = _target_num(rule["sm_min"]), _target_num(rule.get("sm_max") or "sm_999")
             if v in SpecifierSet(rule["flashinfer"]) and lo <= major * 10 + minor <= hi:
                 if not cuda or cdata.version_key(cuda) < cdata.version_key(rule["min_cuda"]):
                     return f"error: RuntimeError: {rule['error_text']}"
@@ -203,9 +212,10 @@ def model_flashinfer(env, version: str | None, archs, torch_cuda: str | None) ->
             err = "RuntimeError: nvcc not found and PyTorch is not built with CUDA support. Could not determine CUDA version."
         else:  # NotADirectoryError and friends escape FlashInfer's except clause
             err = failure
-    out = {"cuda_path": path if path else f"error: {err}", "cuda_version": cuda if cuda else f"error: {err}", "archs": {}}
+    out: dict[str, Any] = {"cuda_path": path if path else f"error: {err}",
+                           "cuda_version": cuda if cuda else f"error: {err}", "archs": {}}
     for sm in archs:
-        n = _arch_num(sm)
+        n = _target_num(sm)
         major, minor = divmod(n, 10)
         out["archs"][str(n)] = (f"error: {err}" if err and major == 12 else _flashinfer_rule(version, major, minor, cuda))
     return out
@@ -231,9 +241,9 @@ def model_triton(env, version: str | None, location: str | None, archs) -> dict:
     --version, else the bundled binary; PTX ISA from ptx_get_version(ptxas release)."""
     tools, blackwell_from = _triton_tools(version, location)
     bundled = Path(location or "") / "triton" / "backends" / "nvidia" / "bin"
-    out = {"archs": {}}
+    out: dict[str, Any] = {"archs": {}}
     for sm in archs:
-        n = _arch_num(sm)
+        n = _target_num(sm)
         tool = tools["ptxas_blackwell"] if blackwell_from is not None and n >= blackwell_from else tools["ptxas"]
         entry = {"env": tool["env"]}
         override = env.get(tool["env"])
@@ -257,10 +267,10 @@ def model_sglang(env, archs, torch_cuda: str | None) -> dict:
     rel = _release_of_nvcc(nvcc)
     cuda = rel or torch_cuda or "0.0"
     f_from = load("consumers.json")["sglang"]["arch_suffix"]["sm120_f_from"]
-    out = {"cuda_home": home, "nvcc": nvcc, "nvcc_runs": rel is not None, "jit_cuda_version": cuda,
+    out: dict[str, Any] = {"cuda_home": home, "nvcc": nvcc, "nvcc_runs": rel is not None, "jit_cuda_version": cuda,
            "stubs_dir": os.path.join(home, "lib64", "stubs"), "archs": {}}
     for sm in archs:
-        major, minor = divmod(_arch_num(sm), 10)
+        major, minor = divmod(_target_num(sm), 10)
         out["archs"][str(major * 10 + minor)] = f"{major}{minor}{sm12_suffix(major, minor, cuda, f_from)}"
     return out
 
@@ -411,7 +421,7 @@ def answers(probe, env=None, live: str | None = None) -> dict[str, Answer]:
 
 def data_checks(ans: dict[str, Answer]) -> list[tuple]:
     """(id, status, verdict, explanation, fix) for the data's age and for model/live disagreements."""
-    out = []
+    out: list[tuple[str, str, str, str, str | None]] = []
     for a in ans.values():
         known = cdata.checked_up_to(a.consumer)
         cid = f"data-{a.consumer}"
@@ -437,7 +447,8 @@ def triton_checks(a: Answer | None, archs, fix_root: str | None, env, fallback_f
 
     if a is None or not archs:
         return []
-    bad, good, ignored = [], {}, []
+    bad, ignored = [], []
+    good: dict[str | None, list[str]] = {}
     for sm in archs:
         e = a.fields["archs"].get(str(_arch_num(sm))) or {}
         override = env.get(e.get("env") or "")
@@ -452,7 +463,7 @@ def triton_checks(a: Answer | None, archs, fix_root: str | None, env, fallback_f
             bad.append((sm, e, f"Triton's {name} ({via}) cannot target {sm}"))
         else:
             good.setdefault(name, []).append(sm)
-    out = []
+    out: list[tuple[str, str, str, str, str | None]] = []
     if ignored:
         out.append(("triton-ptxas-env", "warn", ignored[0], "; ".join(ignored[1:]), None))
     if bad:
@@ -474,7 +485,7 @@ def sglang_checks(a: Answer | None, fix_root: str | None) -> list[tuple]:
     if a is None:
         return []
     f = a.fields
-    out = []
+    out: list[tuple[str, str, str, str, str | None]] = []
     if not f.get("nvcc_runs"):
         guess = f.get("jit_cuda_version")
         guess = (f"picks its targets for CUDA {guess} from torch.version.cuda" if guess not in (None, "0.0")

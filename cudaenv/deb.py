@@ -25,6 +25,7 @@ import tarfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from . import settings
 from .errors import SourceFailureError
@@ -33,7 +34,8 @@ READERS = ("dpkg", "python")
 AR_MAGIC = b"!<arch>\n"
 AR_HEADER_LEN = 60
 # Tar compressions tarfile reads itself (as streams, front to back), by member suffix.
-_TARFILE_MODES = {"": "r|", ".gz": "r|gz", ".xz": "r|xz", ".bz2": "r|bz2"}
+_TARFILE_MODES: dict[str, Literal["r|", "r|gz", "r|xz", "r|bz2"]] = {
+    "": "r|", ".gz": "r|gz", ".xz": "r|xz", ".bz2": "r|bz2"}
 CHUNK = 1 << 20
 
 
@@ -156,16 +158,20 @@ def _piped(argv: list[str], path: Path, what: str, stdin=None):
     # Its own process group: dpkg-deb forks a decompressor that must die with it.
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
     feeder = None
     if stdin is not None:
+        pipe_in = proc.stdin
+        assert pipe_in is not None  # stdin=PIPE when there is something to feed
+
         def feed():
             try:
-                shutil.copyfileobj(stdin, proc.stdin, CHUNK)
+                shutil.copyfileobj(stdin, pipe_in, CHUNK)
             except (BrokenPipeError, ValueError):
                 pass  # the reader stopped early; its exit status tells why
             finally:
                 try:
-                    proc.stdin.close()
+                    pipe_in.close()
                 except OSError:
                     pass
         feeder = threading.Thread(target=feed, daemon=True)

@@ -48,7 +48,7 @@ class Report:
 
     @property
     def status(self) -> str:
-        return max((c.status for c in self.checks), key=_RANK.get, default="ok")
+        return max((c.status for c in self.checks), key=_RANK.__getitem__, default="ok")
 
     @property
     def exit_code(self) -> int:
@@ -589,7 +589,7 @@ def top_fix(ctx: Context, checks: list[Check]) -> str | None:
     """One command to print last: a broken CUDA_HOME first (nothing else works until it is
     fixed, and its fix switches toolkits too when needed), then switching toolkits, then the
     first error's fix, then the first warning's; caches a switch makes stale are cleared after it."""
-    fixes = {}
+    fixes: dict[str, str] = {}
     for status in ("error", "warn"):
         for c in checks:
             if c.status == status and c.fix:
@@ -621,7 +621,7 @@ def _store_root(env) -> str:
 
 
 def _has_headers(root: str | None) -> bool:
-    return bool(root) and os.path.isfile(os.path.join(root, "include", "cuda_runtime.h"))
+    return bool(root and os.path.isfile(os.path.join(root, "include", "cuda_runtime.h")))
 
 
 def _header_release(root: str) -> str | None:

@@ -158,7 +158,7 @@ def _is_cudaenv_path(path: Path, env) -> bool:
     r = str(store.root(env))
     added = settings.get("CUDAENV_PATH_ENTRY", env)
     p = str(path)
-    return p == r or p.startswith(r + os.sep) or (added and p == added)
+    return p == r or p.startswith(r + os.sep) or (bool(added) and p == added)
 
 
 def discover_static(env=None) -> list[Toolkit]:

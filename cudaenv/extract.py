@@ -40,6 +40,7 @@ import stat
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 
 from . import settings
 from .errors import SourceFailureError
@@ -202,7 +203,7 @@ class _Writer:
         self.dirs.clear()
         os.close(self.root_fd)
 
-    def fail(self, member: str, why: str, cls=UnsafeArchive):
+    def fail(self, member: str, why: str, cls: type[UnsafeArchive] = UnsafeArchive) -> NoReturn:
         raise cls(f"{self.archive}: member {_show(member)} {why}")
 
     # -- limits
@@ -394,6 +395,7 @@ def extract_tar(tar: tarfile.TarFile, dest: Path, subdir: str | None, archive: s
                 _extracting(out, m.name, out.directory, rel, m.name, m.mode)
             elif m.isreg():
                 src = tar.extractfile(m)
+                assert src is not None  # extractfile is None only for members that are not files
                 _extracting(out, m.name, out.file, rel, m.name, m.mode, m.size,
                             iter(lambda: src.read(CHUNK), b""), m.mtime)
             elif m.issym():

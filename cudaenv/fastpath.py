@@ -63,7 +63,7 @@ def prefix(version_arg: str | None = None) -> int:
     return 0
 
 
-def which_path(cmd: str):
+def which_path(cmd: str) -> tuple[str, selection.Resolved]:
     """(path, resolved) of `cmd` in the selected toolkit; raises SelectionError."""
     if not cmd or "/" in cmd or cmd in (".", ".."):
         raise selection.InvalidSelection(f"invalid command name {cmd!r}: give a bare name such as nvcc")

@@ -198,7 +198,7 @@ def version_lock(release: Release, progress: Progress):
 
 def clean_stale_staging() -> list[str]:
     """Remove staging trees whose install is gone (its lock is free)."""
-    removed = []
+    removed: list[str] = []
     d = store.staging_dir()
     try:
         names = os.listdir(d)

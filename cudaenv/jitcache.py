@@ -88,7 +88,7 @@ def _release(root: str | None) -> str | None:
 
 
 def ninja_entries(kind: str, base: Path) -> list[CacheEntry]:
-    out = []
+    out: list[CacheEntry] = []
     if not base.is_dir():
         return out
     for dirpath, dirnames, filenames in os.walk(base):
@@ -100,7 +100,7 @@ def ninja_entries(kind: str, base: Path) -> list[CacheEntry]:
 
 
 def triton_entries(base: Path) -> list[CacheEntry]:
-    out = []
+    out: list[CacheEntry] = []
     if not base.is_dir():
         return out
     for entry in sorted(os.scandir(base), key=lambda e: e.name):

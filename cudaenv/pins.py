@@ -92,7 +92,7 @@ def to_json(manifests: dict[str, str], archives: dict[str, tuple[str, int]], abo
         directory, key = _compact_key(path)
         sha, size = archives[path]
         grouped.setdefault(directory, {})[key] = [sha, size]
-    out = {"format": FORMAT}
+    out: dict[str, object] = {"format": FORMAT}
     if about:
         out["about"] = about
     out["manifests"] = dict(sorted(manifests.items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
@@ -173,7 +173,7 @@ def load() -> Pins:
     if extra:
         try:
             st = os.stat(extra)
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+            stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_size, st.st_ino)
         except OSError:
             stamp = ()
         pins.update(_from_file(extra, stamp))

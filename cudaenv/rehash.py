@@ -62,7 +62,7 @@ def extra_programs() -> set[str]:
     return names
 
 
-def is_toolkit_program(name: str, extra: set[str] = frozenset()) -> bool:
+def is_toolkit_program(name: str, extra: set[str] | frozenset[str] = frozenset()) -> bool:
     from fnmatch import fnmatchcase
 
     from .data import load

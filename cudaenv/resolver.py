@@ -99,7 +99,7 @@ def _covers(build: dict, sm: str) -> bool:
 def torch_builds(torch_version: str | None = None, variant: str | None = None) -> list[tuple[str, str, dict]]:
     """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`."""
     table = load("torch_builds.json")["builds"]
-    rows = []
+    rows: list[tuple[str, str, dict]] = []
     for tv in sorted(table, key=number_key):
         if torch_version and major_minor(torch_version) != tv:
             continue
@@ -313,7 +313,10 @@ def flashinfer_constraints(version: str, archs) -> list[Constraint]:
 
 
 def _sm_num(sm: str) -> int:
-    return int(re.match(r"sm_(\d+)", sm).group(1))
+    m = re.match(r"sm_(\d+)", sm)
+    if m is None:  # targets come from the probe, which checked them, and from the shipped data
+        raise ValueError(f"not a GPU target: {sm!r}")
+    return int(m.group(1))
 
 
 def _in_sm_range(sm: str, lo: str | None, hi: str | None) -> bool:

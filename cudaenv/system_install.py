@@ -46,6 +46,7 @@ def install_system(release_spec: str | None, profile: str = "minimal", extra=(),
     """
     from . import rehash
     from .sources.apt import system
+    from .sources.apt.source import AptSource
 
     started = time.monotonic()
     progress = progress or Progress()
@@ -54,6 +55,7 @@ def install_system(release_spec: str | None, profile: str = "minimal", extra=(),
     extra = set(extra)
     spec, _origin = requested_spec(release_spec)
     src, plan, notes = choose(spec, "apt", profile, extra)
+    assert isinstance(src, AptSource)  # choose() was asked for the apt source alone
     for note in notes:
         progress.message(note)
     target = Path(root or "/").absolute()

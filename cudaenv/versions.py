@@ -34,13 +34,13 @@ class Release:
     def __init__(self, major: int, minor: int = 0, patch: int = 0):
         self.major, self.minor, self.patch = major, minor, patch
 
-    def _key(self):
+    def _key(self) -> tuple[int, int, int]:
         return (self.major, self.minor, self.patch)
 
     def __eq__(self, other):
         return isinstance(other, Release) and self._key() == other._key()
 
-    def __lt__(self, other):
+    def __lt__(self, other: Release) -> bool:
         return self._key() < other._key()
 
     def __hash__(self):

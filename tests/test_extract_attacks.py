@@ -181,6 +181,7 @@ def _run_parallel(kind, writer: Path, flipper: Path, root: Path, wait_for: str) 
         assert out.count("\n") <= 1 and (not out or path.name in out), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_parallel_archives_race_cannot_write_outside(tmp_path, kind):
     """One archive writes p/f0, p/f1, ... while another flips q between '.' and a deep directory."""
@@ -203,6 +204,7 @@ def test_parallel_archives_race_cannot_write_outside(tmp_path, kind):
         subprocess.run(["rm", "-rf", str(s.root)], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_parallel_flipping_of_an_allowed_link_never_lets_writes_through(tmp_path, kind):
     """Both link targets stay inside the root; still no write ever goes through q."""
@@ -397,6 +399,7 @@ def test_cli_file_then_directory_is_one_line(tmp_path):
     assert left == [] and not (root / "versions" / "13.0.2").exists()
 
 
+@pytest.mark.slow
 def test_cli_xz_bomb_stops_cleanly(tmp_path):
     """The reported bomb: ~31 KB of xz that expands to 200 MB."""
     m, name = hostile_mirror(tmp_path, [], payload=zeros(200))

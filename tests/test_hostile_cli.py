@@ -138,6 +138,7 @@ def test_hostile_store_and_settings(tmp_path, case):
         check(run(env, args, cwd), f"{case}: cudaenv {' '.join(args)}")
 
 
+@pytest.mark.slow
 def test_every_command_from_a_deleted_working_directory(tmp_path):
     """Commands that need the directory say so in one line; the rest work."""
     from cudaenv.cli import COMMANDS as ALL
@@ -173,6 +174,7 @@ def test_every_command_from_a_deleted_working_directory(tmp_path):
     assert p.stderr == "cudaenv: the current directory no longer exists; cd to one that does\n"
 
 
+@pytest.mark.slow
 def test_read_only_store_as_root(tmp_path):
     """Even root may meet a store it cannot write (a read-only mount): with
     chattr +i on this filesystem, or else skipped."""

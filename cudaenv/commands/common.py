@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 from ..errors import CudaenvError
 
@@ -13,6 +14,6 @@ def exit_with(code: int) -> None:
         sys.exit(code)
 
 
-def fail(message: str, code: int = 1):
+def fail(message: str, code: int = 1) -> NoReturn:
     """Stop the command with `message`: the entry point prints `cudaenv: <message>` and exits `code`."""
     raise CudaenvError(message, exit_code=code)

@@ -19,7 +19,7 @@ Examples:
   CUDAENV_VERSION=12.8 cudaenv exec -- cmake -B build
 """)
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, required=True)
-def exec_(argv):
+def exec_(argv: tuple[str, ...]) -> None:
     """Run a command with the selected toolkit's environment."""
     try:
         r = selection.current()
@@ -55,7 +55,7 @@ Examples:
 @click.option("--inherit-path", is_flag=True,
               help="systemd: keep this shell's PATH after the toolkit's bin (default: the standard system PATH).")
 @click.argument("version", required=False)
-def env(shell_, fmt, version, inherit_path):
+def env(shell_: str | None, fmt: str | None, version: str | None, inherit_path: bool) -> None:
     """Print the environment the selected (or given) toolkit applies."""
     try:
         r = fastpath.selected_or_named(version)

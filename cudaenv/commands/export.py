@@ -9,7 +9,7 @@ import click
 Examples:
   cudaenv export spack > ~/.spack/packages.yaml
 Guide: docs/guides/spack.md""")
-def export():
+def export() -> None:
     """Describe the toolkits for other tools (Spack)."""
 
 
@@ -20,7 +20,7 @@ Examples:
   spack -e myenv config add -f <(cudaenv export spack)""")
 @click.option("--buildable", is_flag=True,
               help="Let Spack build CUDA versions cudaenv does not have (default: externals only).")
-def spack(buildable):
+def spack(buildable: bool) -> None:
     """Print a Spack packages.yaml declaring each toolkit as an external cuda@<release>."""
     from ..spack import export as run
 

@@ -20,18 +20,19 @@ Examples:
 \b
 Exit codes: 0 ok, 1 no such command.""")
 @click.argument("command", required=False)
-def help_(command):
+def help_(command: str | None) -> None:
     """Show help for cudaenv or one of its commands."""
     ctx = _root_context()
     if command is None:
         click.echo(ctx.get_help())
         return
-    from ..cli import visible_commands
+    from ..cli import main, visible_commands
 
-    if command not in visible_commands():
+    # A visible command always loads: get_command returns it or raises InternalError.
+    cmd = main.get_command(ctx, command) if command in visible_commands() else None
+    if cmd is None:
         click.echo(f"cudaenv: no such command '{command}'; `cudaenv commands` lists them", err=True)
         sys.exit(1)
-    cmd = ctx.command.get_command(ctx, command)
     with click.Context(cmd, info_name=command, parent=ctx) as sub:
         click.echo(sub.get_help())
 
@@ -40,7 +41,7 @@ def help_(command):
 Examples:
   cudaenv commands            # one command name per line
 """)
-def commands():
+def commands() -> None:
     """List every cudaenv command, one per line."""
     from ..cli import visible_commands
 
@@ -58,7 +59,7 @@ The shell scripts that `cudaenv init -` loads complete the same words without
 starting Python; this command is the same answer for other tools.""")
 @click.argument("command")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def completions(command, args):
+def completions(command: str, args: tuple[str, ...]) -> None:
     """List the words that may follow `cudaenv COMMAND`."""
     from .. import completion
     from ..cli import visible_commands

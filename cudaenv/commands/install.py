@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -12,6 +13,9 @@ from .. import components
 from ..progress import Progress, human_bytes
 from ..sources import registry
 from .common import fail
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 EXIT_CODES = """\b
 Exit codes:
@@ -32,7 +36,7 @@ def _progress(quiet: bool, as_json: bool) -> Progress:
 
 def _terminate_as_interrupt() -> None:
     """SIGTERM unwinds like Ctrl-C, so the install removes its staging tree."""
-    def handler(signum, frame):
+    def handler(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, handler)
@@ -49,7 +53,8 @@ def _list_releases(source: str, as_json: bool) -> None:
     from .. import store
 
     installed = {t.release: t.receipt.get("source") for t in store.managed_toolkits()}
-    out, errors = {}, []
+    out: dict[str, list[str]] = {}
+    errors: list[str] = []
     for name in names:
         try:
             src = registry.get(name)
@@ -134,8 +139,9 @@ bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
               help="Trust the redist mirror for releases or archives the shipped pins do not vouch for "
                    "(CUDAENV_TRUST_MIRROR=1).")
 @click.option("-y", "--yes", is_flag=True, help="With --system: run apt-get without asking.")
-def install(versions, source, profile, extra, force, refresh, keep_cache, list_, system, as_json, quiet, auto,
-            python, trust_mirror, yes):
+def install(versions: tuple[str, ...], source: str, profile: str, extra: tuple[str, ...], force: bool,
+            refresh: bool, keep_cache: bool, list_: bool, system: bool, as_json: bool, quiet: bool, auto: bool,
+            python: str | None, trust_mirror: bool, yes: bool) -> None:
     """Install CUDA toolkits (verified, no root needed)."""
     if trust_mirror:
         import os
@@ -153,7 +159,8 @@ def install(versions, source, profile, extra, force, refresh, keep_cache, list_,
         return _install_system(versions, profile, extra, as_json, yes)
     _terminate_as_interrupt()
     progress = _progress(quiet, as_json)
-    results, code = [], 0
+    results: list[dict[str, Any]] = []
+    code = 0
     for spec in versions or (None,):
         try:
             r = core.install(spec, source=source, profile=profile, extra=extra, force=force, refresh=refresh,
@@ -194,7 +201,7 @@ def _clear_stale_jit(yes: bool) -> list[str]:
         return []
 
 
-def _auto_versions(python):
+def _auto_versions(python: str | None) -> tuple[str, ...]:
     from .local_global import _auto_release
 
     return (_auto_release(python),)
@@ -210,7 +217,8 @@ def _ask_on_terminal(plan_text: str) -> bool:
     return click.confirm("Run apt-get to install these packages?", default=False, err=True)
 
 
-def _install_system(versions, profile, extra, as_json, yes):
+def _install_system(versions: tuple[str, ...], profile: str, extra: tuple[str, ...], as_json: bool,
+                    yes: bool) -> None:
     from ..system_install import install_system, require_root
 
     require_root()  # before anything runs apt-get or writes a file
@@ -237,7 +245,7 @@ resolves to once it is gone.
 {UNINSTALL_EXIT_CODES}""")
 @click.argument("version")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-def uninstall(version, yes):
+def uninstall(version: str, yes: bool) -> None:
     """Remove an installed toolkit."""
     from .. import install as core
     from .. import store
@@ -251,8 +259,8 @@ def uninstall(version, yes):
             fail(f"refusing to remove {release} without confirmation; pass --yes", 1)
         if not click.confirm(f"Remove CUDA {release} ({store.version_path(release)})?", default=False):
             fail("nothing removed", 1)
-    path = core.uninstall(release)
-    click.echo(f"removed CUDA {release} ({path})")
+    removed = core.uninstall(release)
+    click.echo(f"removed CUDA {release} ({removed})")
     from ..modulefiles import refresh_if_configured
 
     message = refresh_if_configured()
@@ -275,13 +283,13 @@ Examples:
 The cache keeps each verified archive (sha256/) and its unpacked tree (trees/),
 which installed toolkits share through hardlinks: removing a tree frees space
 only once no installed toolkit links to its files.""")
-def cache():
+def cache() -> None:
     """Show, prune or clear the download and unpacked-tree caches."""
 
 
 @cache.command("info")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def cache_info(as_json):
+def cache_info(as_json: bool) -> None:
     """Cache size per source and per release."""
     from .. import cache as cachemod
 
@@ -312,7 +320,7 @@ CUDAENV_ROOT, and --uninstalled judges by this one.""")
 @click.option("--uninstalled", is_flag=True, help="Only entries no installed toolkit came from.")
 @click.option("--dry-run", is_flag=True, help="Show what would be removed.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def cache_prune(older_than, uninstalled, dry_run, as_json):
+def cache_prune(older_than: str | None, uninstalled: bool, dry_run: bool, as_json: bool) -> None:
     """Remove cached archives and unpacked trees that are old or not installed."""
     from .. import cache as cachemod
 
@@ -333,7 +341,7 @@ def cache_prune(older_than, uninstalled, dry_run, as_json):
 
 @cache.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def cache_list(as_json):
+def cache_list(as_json: bool) -> None:
     """List cached archives with their sizes."""
     from .. import cache as cachemod
 
@@ -361,7 +369,7 @@ selected here (the same test as `cudaenv doctor`'s jit-caches check).""")
 @click.option("--jit", is_flag=True, help="Also clear stale FlashInfer/torch_extensions/Triton JIT caches.")
 @click.option("-y", "--yes", is_flag=True, help="With --jit: do not ask for confirmation.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-def cache_clear(jit, yes, as_json):
+def cache_clear(jit: bool, yes: bool, as_json: bool) -> None:
     """Delete cached archives and unpacked trees (and with --jit, stale JIT caches)."""
     from .. import cache as cachemod
 

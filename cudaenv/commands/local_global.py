@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from .. import selection, store
 from ..selection import SelectionError
-from ..versions import InvalidVersion, parse_spec
+from ..versions import InvalidVersion, Spec, parse_spec
 from .common import fail
 
 
-def _validate_orfail(value: str):
+def _validate_orfail(value: str) -> Spec:
     try:
         return parse_spec(value.strip())
     except InvalidVersion as e:
@@ -39,7 +40,7 @@ def _show_version_file(path: Path, what: str) -> None:
     click.echo(spec.text)
 
 
-def _write_version_file(path: Path, value: str | None, unset: bool, force: bool, what: str):
+def _write_version_file(path: Path, value: str | None, unset: bool, force: bool, what: str) -> None:
     if unset:
         try:
             path.unlink()
@@ -76,7 +77,7 @@ def _write_version_file(path: Path, value: str | None, unset: bool, force: bool,
         click.echo(f"wrote {path}: {spec.text} -> {resolved.release} at {resolved.root}")
 
 
-def _refused_write(path: Path, err: OSError, what: str):
+def _refused_write(path: Path, err: OSError, what: str) -> NoReturn:
     """One line for a version file that could not be written or removed."""
     if not store.is_refused(err):
         fail(f"cannot write {path}: {err.strerror or err}")
@@ -101,7 +102,7 @@ Examples:
 @click.option("--auto", is_flag=True, help="Use the release `cudaenv resolve` recommends here.")
 @click.option("--python", "python", default=None, metavar="PATH",
               help="With --auto: the Python whose torch and JIT libraries count.")
-def local(version, unset, force, auto, python):
+def local(version: str | None, unset: bool, force: bool, auto: bool, python: str | None) -> None:
     """Select a toolkit for this directory and below (.cuda-version)."""
     if auto:
         if version or unset:
@@ -136,7 +137,7 @@ Examples:
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Remove the global version file.")
 @click.option("-f", "--force", is_flag=True, help="Write the version even if it is not installed.")
-def global_(version, unset, force):
+def global_(version: str | None, unset: bool, force: bool) -> None:
     """Select the default toolkit ($CUDAENV_VERSION_FILE or $CUDAENV_ROOT/version)."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
     if version is not None or unset:

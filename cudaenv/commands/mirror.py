@@ -17,7 +17,7 @@ Examples:
   cudaenv mirror create /srv/cuda-wheels 13.0 --source pypi
   CUDAENV_PYPI_URL=http://mirror.example/cuda-wheels/simple/ cudaenv install 13.0 --source pypi
 Guide: docs/guides/mirror.md""")
-def mirror():
+def mirror() -> None:
     """Create and verify an offline mirror any static HTTP server can serve."""
 
 
@@ -45,7 +45,8 @@ verification failed.""")
               help="The layout to mirror: NVIDIA's redist manifests and archives, or the wheels as a simple index.")
 @click.option("--from", "upstream", metavar="URL",
               help="Upstream to copy from (default: $CUDAENV_REDIST_URL or NVIDIA; for pypi, pip's index).")
-def create(directory, versions, profile, platforms, source, upstream):
+def create(directory: str, versions: tuple[str, ...], profile: str, platforms: str | None, source: str,
+           upstream: str | None) -> None:
     """Download releases once into DIR, in the layout their source reads."""
     from ..download import DownloadError
     from ..mirror import MirrorError, create as run
@@ -80,7 +81,7 @@ the manifest and cudaenv's shipped pins; in a PyPI mirror every wheel, against
 the sha256 its index gave, and the simple index pages against mirror.json. Exit status: 0 intact, 1 bad input,
 2 something is missing, corrupt or extra (each printed on its own line).""")
 @click.argument("directory", metavar="DIR")
-def verify(directory):
+def verify(directory: str) -> None:
     """Re-hash a mirror; report missing, corrupt and extra files."""
     from ..mirror import MirrorError, verify as run
 

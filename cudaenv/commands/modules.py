@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -22,18 +23,21 @@ Guide: docs/guides/cluster-modules.md""")
 @click.argument("directory", required=False, metavar="DIR")
 @click.option("--format", "fmt", type=click.Choice(["lmod", "tcl"]), default=None,
               help="lmod writes .lua files; tcl writes Tcl modulefiles (default: $CUDAENV_MODULEFILES_FORMAT or lmod).")
-def modulefiles(directory, fmt):
+def modulefiles(directory: str | None, fmt: str | None) -> None:
     """Write cuda/<release> modulefiles for Lmod or Environment Modules."""
     from ..modulefiles import ModulefileError, configured, generate
 
     try:
         conf = configured()
-        if directory is None:
-            if conf is None:
-                raise ModulefileError("no DIR given and CUDAENV_MODULEFILES_DIR is not set")
-            directory = conf[0]
+        target: str | Path
+        if directory is not None:
+            target = directory
+        elif conf is not None:
+            target = conf[0]
+        else:
+            raise ModulefileError("no DIR given and CUDAENV_MODULEFILES_DIR is not set")
         fmt = fmt or (conf[1] if conf else "lmod")
-        result = generate(directory, fmt)
+        result = generate(target, fmt)
     except ModulefileError as e:
         click.echo(f"cudaenv: {e}", err=True)
         sys.exit(1)

@@ -20,7 +20,7 @@ Examples:
   nvcc_release=$(cudaenv version-name)
 \b
 Exit codes: 0 ok, 1 invalid version file or value, 127 the selection is not installed.""")
-def version_name():
+def version_name() -> None:
     """Print the release of the selected toolkit, nothing else."""
     r = selection.current()
     click.echo("system" if r.selection.spec.is_system else r.release)
@@ -31,7 +31,7 @@ Examples:
   cudaenv version-origin      # /work/proj/.cuda-version, CUDAENV_VERSION, or the global file
 \b
 Exit codes: 0 ok, 1 invalid version file or value.""")
-def version_origin():
+def version_origin() -> None:
     """Print what set the selected version (a file path or CUDAENV_VERSION)."""
     sel = selection.select()
     if sel.source == "default":
@@ -50,7 +50,7 @@ Examples:
 \b
 Exit codes: 0 ok, 1 no version file in DIR or above it (without DIR the global file is printed).""")
 @click.argument("directory", required=False, type=click.Path(file_okay=False))
-def version_file(directory):
+def version_file(directory: str | None) -> None:
     """Print the version file that applies in DIR (default: here)."""
     start = Path(directory).absolute() if directory else selection.current_dir()
     if directory and not os.path.isdir(start):
@@ -76,7 +76,7 @@ Examples:
 Exit codes: 0 found in at least one toolkit, 1 in none.""")
 @click.option("--path", "show_path", is_flag=True, help="Print the full path of each program.")
 @click.argument("command")
-def whence(show_path, command):
+def whence(show_path: bool, command: str) -> None:
     """List the installed toolkits that have a program."""
     if not command or "/" in command or command in (".", ".."):
         fail(f"invalid command name {command!r}: give a bare name such as nvcc")
@@ -97,7 +97,7 @@ Exit codes: 0 found, 1 no release matches PREFIX (or PREFIX is invalid).""")
 @click.option("-k", "--known", is_flag=True, help="Search releases cudaenv knows of, not installed ones.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no error when nothing matches.")
 @click.argument("prefix")
-def latest(known, quiet, prefix):
+def latest(known: bool, quiet: bool, prefix: str) -> None:
     """Print the newest installed (or known) release matching a prefix."""
     try:
         spec = parse_spec(prefix.strip())

@@ -21,7 +21,7 @@ Examples:
 """)
 @click.option("--json", "as_json", is_flag=True, help="Print the shim names as a JSON list.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing.")
-def rehash(as_json, quiet):
+def rehash(as_json: bool, quiet: bool) -> None:
     """Rebuild the shims and the alias table they read."""
     from .. import rehash as rebuild, store
 
@@ -99,19 +99,17 @@ Shells: {INIT_CHOICES}. Without SHELL, the shell running `init` is asked
 @click.option("--path", "path_only", is_flag=True, help="Print only the code that puts the shims on PATH.")
 @click.option("--no-rehash", is_flag=True, help="Do not rebuild a stale alias table first.")
 @click.argument("args", nargs=-1, metavar="[-] [SHELL]")
-def init(path_only, no_rehash, args):
+def init(path_only: bool, no_rehash: bool, args: tuple[str, ...]) -> None:
     """Print shell code that enables shims and per-directory CUDA variables."""
     from .. import completion
 
-    args = list(args)
     emit = bool(args) and args[0] == "-"
-    if emit:
-        args = args[1:]
-    if len(args) > 1:
+    shells = args[1:] if emit else args
+    if len(shells) > 1:
         fail(f"init takes at most one shell; allowed are {INIT_CHOICES}")
-    if args and args[0] not in INIT_SHELLS:
-        fail(f"unknown shell {args[0]!r}; allowed are {INIT_CHOICES}")
-    name = args[0] if args else _detect_shell()
+    if shells and shells[0] not in INIT_SHELLS:
+        fail(f"unknown shell {shells[0]!r}; allowed are {INIT_CHOICES}")
+    name = shells[0] if shells else _detect_shell()
     if name is None and path_only:
         # ~/.profile is read by every POSIX login shell, so --path without a known
         # shell prints the POSIX form, which bash, zsh, dash and ksh all accept.
@@ -150,7 +148,7 @@ Examples:
 Needs the shell integration: eval "$(cudaenv init - bash)".""")
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Clear the shell-specific version.")
-def shell(version, unset):
+def shell(version: str | None, unset: bool) -> None:
     """Select a toolkit for the current shell session only."""
     if version is None and not unset:
         current = os.environ.get("CUDAENV_VERSION", "").strip(" \t")
@@ -166,7 +164,7 @@ def shell(version, unset):
 @click.option("--shell", "shell_name", default="bash", show_default=True, help=f"One of {SHELL_CHOICES}.")
 @click.option("--unset", is_flag=True)
 @click.argument("version", required=False)
-def sh_shell(shell_name, unset, version):
+def sh_shell(shell_name: str, unset: bool, version: str | None) -> None:
     """Print the code the `cudaenv shell` function evaluates."""
     from .. import selection
     from ..selection import Selection, SelectionError

@@ -25,7 +25,7 @@ Examples:
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON object: the selection, its origin and whether it is installed.")
 @click.option("--bare", is_flag=True, help="Print only the selected version, as written.")
-def version(as_json, bare):
+def version(as_json: bool, bare: bool) -> None:
     """Show the selected toolkit and what selected it."""
     exit_with(fastpath.version(as_json, bare))
 
@@ -35,7 +35,7 @@ Examples:
   cudaenv root
   ls "$(cudaenv root)/versions"
 """)
-def root():
+def root() -> None:
     """Print the store root ($CUDAENV_ROOT or the user data dir)."""
     exit_with(fastpath.root())
 
@@ -50,7 +50,7 @@ Examples:
 @click.option("--bare", is_flag=True, help="Only release numbers, one per line.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
 @click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
-def versions(bare, as_json, executables):
+def versions(bare: bool, as_json: bool, executables: bool) -> None:
     """List managed and discovered toolkits, marking the current one."""
     from .. import discover, rehash
 
@@ -110,7 +110,7 @@ def versions(bare, as_json, executables):
             detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
-        if c:
+        if c and cur is not None:  # c is only ever True with a current selection
             detail += f" ({cur.selection.origin})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
     if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
@@ -123,7 +123,7 @@ Examples:
   cudaenv prefix 12.8         # where 12.8 lives
 """)
 @click.argument("version", required=False)
-def prefix(version):
+def prefix(version: str | None) -> None:
     """Print a toolkit's root directory."""
     exit_with(fastpath.prefix(version))
 
@@ -134,6 +134,6 @@ Examples:
   cudaenv which ptxas
 """)
 @click.argument("command")
-def which(command):
+def which(command: str) -> None:
     """Print the real path of a toolkit command (never the shim)."""
     exit_with(fastpath.which(command))

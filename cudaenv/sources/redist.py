@@ -261,6 +261,7 @@ class RedistSource:
         artifacts = []
         for k in chosen:
             entry = _archive_entry(available[k], self.platform, rel)
+            assert entry is not None  # packages() kept only the packages that have one
             art = _artifact(k, available[k], entry, self.url, manifest_name)
             self._check_archive(str(rel), art, entry["relative_path"])
             artifacts.append(art)

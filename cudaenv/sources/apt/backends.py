@@ -76,6 +76,7 @@ def load_apt_pkg():
             try:
                 loader = importlib.machinery.ExtensionFileLoader("apt_pkg", path)
                 spec = importlib.util.spec_from_file_location("apt_pkg", path, loader=loader)
+                assert spec is not None  # None only when no loader is given or found
                 module = importlib.util.module_from_spec(spec)
                 loader.exec_module(module)
             except ImportError:

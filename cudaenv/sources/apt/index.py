@@ -21,7 +21,9 @@ _DEP_RE = re.compile(r"\s*([^\s(:]+)(?::\S+)?\s*(?:\(\s*(<<|<=|=|>=|>>|<|>)\s*([
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
     """deb822 stanzas (Packages, status) -> list of {field: value}."""
-    out, cur, key = [], {}, None
+    out: list[dict[str, str]] = []
+    cur: dict[str, str] = {}
+    key = None
     for line in text.splitlines():
         if not line.strip():
             if cur:

@@ -132,6 +132,7 @@ def apt_get_install(state: AptState, entries: list[IndexEntry], target: Path, ou
             ["apt-get", *common, "-y", "--no-install-recommends", "-o", f"Dir::Etc::SourceParts={parts}",
              "install", *pinned],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert proc.stdout is not None  # a pipe
         reasons = []
         for line in proc.stdout:
             output(line.rstrip("\n"))
