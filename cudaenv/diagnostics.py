@@ -241,6 +241,7 @@ def selected_toolkit(ctx: Context) -> Findings:
                           "cudaenv's selection names a toolkit that is not there.", ctx.toolkit_fix())
     else:
         s = p.selection
+        assert s is not None, "a probe without a selection error has a selection"
         yield ctx.finding("selected-toolkit", "ok", f"{s.version} -> {s.release} at {s.root} ({s.origin})")
 
 
@@ -272,7 +273,7 @@ def env_agree(ctx: Context) -> Findings:
         if ctx.env.get(var):
             seen[var] = _real(ctx.env[var])
     if ctx.probe.nvcc_on_path:
-        seen["nvcc on PATH"] = _real(os.path.dirname(os.path.dirname(_real(ctx.probe.nvcc_on_path))))
+        seen["nvcc on PATH"] = _real(os.path.dirname(os.path.dirname(os.path.realpath(ctx.probe.nvcc_on_path))))
     if len(set(seen.values())) > 1:
         detail = ", ".join(f"{k} -> {v}" for k, v in seen.items())
         target = ctx.selected_root if ctx.recommended is None or ctx.selection_serves(ctx.recommended) else None
@@ -332,7 +333,7 @@ def store_root(ctx: Context) -> Findings:
     if linked:
         info = toolkit_release(Path(linked))
         rel = info[0] if info else "unknown"
-        same = major_minor(rel) == major_minor(ctx.selected_release) if info else False
+        same = bool(info and ctx.selected_release and major_minor(rel) == major_minor(ctx.selected_release))
         yield ctx.finding("store-root", "warn" if same else "error",
                           f"{who} would build with {root}: its bin/nvcc runs the selected {selected}, but its include/ "
                           f"and lib64/ are the global {rel} ({linked})",
@@ -544,12 +545,11 @@ def driver_toolkit(ctx: Context) -> Findings:
 
 def jit_caches(ctx: Context) -> Findings:
     entries, stale = ctx.cache_entries, ctx.stale_caches
-    switching = ctx.in_use_release and ctx.recommended and major_minor(ctx.in_use_release) != ctx.recommended
-    doomed = [e for e in entries if not e.stale and e.release and switching
-              and e.release == major_minor(ctx.in_use_release)]
+    old = major_minor(ctx.in_use_release) if ctx.in_use_release else None
+    switching = bool(old and ctx.recommended and old != ctx.recommended)
+    doomed = [e for e in entries if not e.stale and e.release and switching and e.release == old]
     if doomed and not stale:
         # Switching toolkits makes these stale: say so now, not on the run after the switch.
-        old = major_minor(ctx.in_use_release)
         yield ctx.finding("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
                           f"{old} must be cleared after switching to {ctx.recommended}",
                           "; ".join(e.path for e in doomed[:3]), "cudaenv doctor --fix --yes --quiet  # after switching")

@@ -39,6 +39,7 @@ import secrets
 import socket
 import threading
 import time
+from typing import TextIO
 from contextlib import contextmanager
 
 from . import settings
@@ -89,7 +90,7 @@ class FileLock:
         if self.requested not in BACKENDS:
             raise InputError(f"invalid lock kind {self.requested[:20]!r}: allowed are {', '.join(BACKENDS)}")
         self.backend: str | None = None  # the kind held (or last held)
-        self._file = None
+        self._file: TextIO | None = None
         self._local = _process_lock(self.path)
         self._token: str | None = None
         self._heartbeat: threading.Event | None = None
@@ -174,13 +175,17 @@ class FileLock:
         return order[order.index(known):] if known else order
 
     def _device(self) -> int:
-        return os.fstat(self._file.fileno()).st_dev
+        return os.fstat(self._opened().fileno()).st_dev
+
+    def _opened(self) -> TextIO:
+        assert self._file is not None, "the lock file is opened first"
+        return self._file
 
     def _os_call(self, op: int, kind: str) -> None:
         if kind == "flock":
-            fcntl.flock(self._file, op)
+            fcntl.flock(self._opened(), op)
         else:
-            fcntl.lockf(self._file, op)
+            fcntl.lockf(self._opened(), op)
 
     # -- lockdir ----------------------------------------------------------------
 
