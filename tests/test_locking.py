@@ -32,7 +32,7 @@ CHILD = textwrap.dedent("""
     if mode == "count":
         n, counter = int(sys.argv[3]), sys.argv[4]
         for _ in range(n):
-            with locking.held(path) as lock:
+            with locking.held(path, on_wait=lambda: print("waiting", flush=True) if n == 1 else None) as lock:
                 value = int(open(counter).read() or 0)
                 time.sleep(0.0005)
                 open(counter, "w").write(str(value + 1))
@@ -199,6 +199,7 @@ def test_a_live_lockdir_is_waited_for(tmp_path):
     (tmp_path / "n").write_text("0")
     waiter = subprocess.Popen([sys.executable, "-c", CHILD, "count", str(lock), "1", str(tmp_path / "n")],
                               env=child_env("lockdir"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert waiter.stdout.readline() == "waiting\n"  # it found the lock held and is waiting for it
     assert (tmp_path / "n").read_text() == "0" and waiter.poll() is None
     holder.let_go()
     out, err = waiter.communicate(timeout=60)
