@@ -340,3 +340,25 @@ def test_killed_install_lockdir_does_not_block_the_next(tmp_path, redist, lock_s
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "root" / "locks" / "13.0.2.lockdir").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_prune_skips_an_archive_another_process_is_using(tmp_path, monkeypatch, kind):
+    from cudaenv import cache
+
+    monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("CUDAENV_LOCK", kind)
+    archives = tmp_path / "cache" / "sha256"
+    archives.mkdir(parents=True)
+    busy, idle = "a" * 64, "b" * 64
+    for sha in (busy, idle):
+        (archives / sha).write_bytes(b"archive")
+    holder = Holder(archives / f"{busy}.lock", child_env(kind))
+    # The lock's own files and directories are never cache entries.
+    assert sorted(e["sha256"] for e in cache.archive_entries()) == [busy, idle]
+    assert cache.prune()["archives"] == 1
+    assert (archives / busy).exists() and not (archives / idle).exists()
+    holder.let_go()
+    cache.prune()
+    assert not (archives / busy).exists()
