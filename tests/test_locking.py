@@ -362,3 +362,23 @@ def test_prune_skips_an_archive_another_process_is_using(tmp_path, monkeypatch, 
     holder.let_go()
     cache.prune()
     assert not (archives / busy).exists()
+
+
+def test_staging_cleaner_with_lock_directories(tmp_path, monkeypatch):
+    from cudaenv import install
+
+    monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("CUDAENV_LOCK", "lockdir")
+    staging = tmp_path / "root" / "staging"
+    staging.mkdir(parents=True)
+    running, killed = "13.0.2-100-aaaa", "12.8.1-200-bbbb"
+    for name in (running, killed):
+        (staging / name / "bin").mkdir(parents=True)
+    live = Holder(staging / f"{running}.lock", child_env("lockdir"))
+    dead = Holder(staging / f"{killed}.lock", child_env("lockdir"), die=True)
+    dead.let_go()  # killed mid-install: its tree, lock file and lock directory stay behind
+    assert install.clean_stale_staging() == [killed]
+    assert sorted(os.listdir(staging)) == sorted([running, f"{running}.lock", f"{running}.lockdir"])
+    live.let_go()
+    assert install.clean_stale_staging() == [running]
+    assert os.listdir(staging) == []
