@@ -32,7 +32,7 @@ CHILD = textwrap.dedent("""
     if mode == "count":
         n, counter = int(sys.argv[3]), sys.argv[4]
         for _ in range(n):
-            with locking.held(path) as lock:
+            with locking.held(path, on_wait=lambda: print("waiting", flush=True) if n == 1 else None) as lock:
                 value = int(open(counter).read() or 0)
                 time.sleep(0.0005)
                 open(counter, "w").write(str(value + 1))
@@ -199,6 +199,7 @@ def test_a_live_lockdir_is_waited_for(tmp_path):
     (tmp_path / "n").write_text("0")
     waiter = subprocess.Popen([sys.executable, "-c", CHILD, "count", str(lock), "1", str(tmp_path / "n")],
                               env=child_env("lockdir"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert waiter.stdout.readline() == "waiting\n"  # it found the lock held and is waiting for it
     assert (tmp_path / "n").read_text() == "0" and waiter.poll() is None
     holder.let_go()
     out, err = waiter.communicate(timeout=60)
@@ -339,3 +340,45 @@ def test_killed_install_lockdir_does_not_block_the_next(tmp_path, redist, lock_s
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert not (tmp_path / "root" / "locks" / "13.0.2.lockdir").exists()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_prune_skips_an_archive_another_process_is_using(tmp_path, monkeypatch, kind):
+    from cudaenv import cache
+
+    monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("CUDAENV_LOCK", kind)
+    archives = tmp_path / "cache" / "sha256"
+    archives.mkdir(parents=True)
+    busy, idle = "a" * 64, "b" * 64
+    for sha in (busy, idle):
+        (archives / sha).write_bytes(b"archive")
+    holder = Holder(archives / f"{busy}.lock", child_env(kind))
+    # The lock's own files and directories are never cache entries.
+    assert sorted(e["sha256"] for e in cache.archive_entries()) == [busy, idle]
+    assert cache.prune()["archives"] == 1
+    assert (archives / busy).exists() and not (archives / idle).exists()
+    holder.let_go()
+    cache.prune()
+    assert not (archives / busy).exists()
+
+
+def test_staging_cleaner_with_lock_directories(tmp_path, monkeypatch):
+    from cudaenv import install
+
+    monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
+    monkeypatch.setenv("CUDAENV_LOCK", "lockdir")
+    staging = tmp_path / "root" / "staging"
+    staging.mkdir(parents=True)
+    running, killed = "13.0.2-100-aaaa", "12.8.1-200-bbbb"
+    for name in (running, killed):
+        (staging / name / "bin").mkdir(parents=True)
+    live = Holder(staging / f"{running}.lock", child_env("lockdir"))
+    dead = Holder(staging / f"{killed}.lock", child_env("lockdir"), die=True)
+    dead.let_go()  # killed mid-install: its tree, lock file and lock directory stay behind
+    assert install.clean_stale_staging() == [killed]
+    assert sorted(os.listdir(staging)) == sorted([running, f"{running}.lock", f"{running}.lockdir"])
+    live.let_go()
+    assert install.clean_stale_staging() == [running]
+    assert os.listdir(staging) == []
