@@ -173,3 +173,18 @@ def test_resolve_without_gpu_says_so_and_knows_installed(tmp_path):
     assert "recommended: 13.0" in r.stdout
     assert "13.0 is already installed; select it with: cudaenv local 13.0" in r.stdout
     assert "cudaenv install 13.0" not in r.stdout
+
+
+def test_torch_gate_applies_the_installed_torch_only_to_its_own_build(tmp_path):
+    """The installed torch's version counts only when the torch resolved for is that torch:
+    --torch-cuda of another build resolves without it, in the resolver and the doctor alike."""
+    from cudaenv import diagnostics, machine
+
+    m = Machine(tmp_path, torch="2.9.0+cu130")
+    env = m.env()
+    own = machine.probe(python=m.python, env=env)
+    other = machine.probe(python=m.python, env=env, torch_cuda="cu128")
+    assert rs.torch_version_for(own) == "2.9.0+cu130" and rs.torch_version_for(other) is None
+    assert rs.resolve(own).inputs["torch_version"] == "2.9.0+cu130"
+    assert rs.resolve(other).inputs["torch_version"] is None
+    assert diagnostics.Context.of(other, env).resolution == rs.resolve(other)
