@@ -94,7 +94,7 @@ class Context:
         # The hook (and `cudaenv exec`) export CUDAENV_PATH_ENTRY when they apply a selection, and
         # `cudaenv init` puts the shims on PATH; without either, `cudaenv local` changes nothing
         # a running consumer sees.
-        shims = os.path.join(env["CUDAENV_ROOT"], "shims") if env.get("CUDAENV_ROOT") else str(store.shims_dir())
+        shims = str(store.shims_dir(env))
         hook_active = bool(env.get("CUDAENV_PATH_ENTRY")) or shims in env.get("PATH", "").split(":")
         # The toolkit that builds things: where torch looks when torch is there (even when
         # that is nowhere), else the selection.
@@ -162,12 +162,12 @@ class Context:
     def is_managed(self, root: str | None) -> bool:
         from . import store
 
-        return any(_real(str(t.root)) == _real(root) for t in store.managed_toolkits())
+        return any(_real(str(t.root)) == _real(root) for t in store.managed_toolkits(self.env))
 
     def installed(self, release: str) -> bool:
         from . import store
 
-        return any(major_minor(t.release) == release and _has_headers(str(t.root)) for t in store.managed_toolkits())
+        return any(major_minor(t.release) == release and _has_headers(str(t.root)) for t in store.managed_toolkits(self.env))
 
     def ptxas_root(self) -> str | None:
         """The toolkit whose ptxas targets every GPU here: the selection's, else the one in use."""
@@ -617,7 +617,7 @@ def run_checks(ctx: Context) -> Report:
 def _store_root(env) -> str:
     from . import store
 
-    return env.get("CUDAENV_ROOT") or str(store.root())
+    return str(store.root(env))
 
 
 def _has_headers(root: str | None) -> bool:

@@ -485,8 +485,7 @@ def torch_lookup(env, consumer: str = "torch") -> Lookup:
 def _is_shim(path: str, env) -> bool:
     from . import store
 
-    root = env.get("CUDAENV_ROOT")
-    shims = os.path.join(root, "shims") if root else str(store.shims_dir())
+    shims = str(store.shims_dir(env))
     return os.path.realpath(os.path.dirname(path)) == os.path.realpath(shims)
 
 

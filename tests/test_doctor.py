@@ -178,6 +178,20 @@ def test_python_api(failing):
     assert cudaenv.probe(env=env, python=m.python).torch_cuda == "13.0"
 
 
+def test_python_api_reads_only_the_store_its_env_names(failing, tmp_path, monkeypatch):
+    """cudaenv.doctor(env=E) judges E's store, not the calling process's: a 13.0 installed in the
+    caller's own store must not turn the printed fix into one that skips `cudaenv install`."""
+    import cudaenv
+    from toolkits import managed
+
+    m = failing
+    own = tmp_path / "callers-store"
+    managed(own, "13.0.2")
+    monkeypatch.setenv("CUDAENV_ROOT", str(own))
+    report = cudaenv.doctor(env=m.env(path_first=[m.cuda128 / "bin"]), python=m.python)
+    assert report.fix.startswith("cudaenv install 13.0 && "), report.fix
+
+
 def test_checks_are_one_table_of_functions(failing, monkeypatch):
     """A check is a function of the read-only Context registered in CHECKS: running the table
     twice gives the same findings, and one more line in the table adds a finding, in order, with
