@@ -125,6 +125,7 @@ def test_global_never_replaces_a_device(tmp_path):
     assert stat.S_ISCHR(os.lstat(dev).st_mode)
 
 
+@pytest.mark.slow  # every command in a subprocess, per case
 @pytest.mark.parametrize("case", list(CASES))
 def test_hostile_store_and_settings(tmp_path, case):
     root = tmp_path / "root"
