@@ -162,3 +162,14 @@ if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
         write_captures(Path(d))
     print(f"wrote {IMG}")
+
+
+def test_ci_runs_the_readme_test_command_exactly():
+    """CI must call the README's test command, and the docs' quick start must show the same one."""
+    readme = (REPO / "README.md").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith("pip install -e '.[test]'")]
+    assert len(commands) == 1, commands
+    ci = (REPO / ".ci" / "run").read_text().splitlines()
+    assert commands[0] in ci, "no line of .ci/run is the README's test command"
+    index = (DOCS / "index.md").read_text()
+    assert commands[0] in index, "docs/index.md shows another test command"

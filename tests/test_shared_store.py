@@ -47,6 +47,15 @@ def _copy_runtime(site: Path) -> None:
         shutil.copytree(src, site / name)
     shutil.copytree(Path(cudaenv.__file__).parent, site / "cudaenv",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    # Subpackages that live elsewhere in the checkout (pyproject's package-dir mapping) go
+    # where an installed wheel has them.
+    from importlib import resources
+
+    for sub in ("shell_templates", "completions"):
+        target = site / "cudaenv" / sub
+        if not target.exists():
+            shutil.copytree(Path(str(resources.files(f"cudaenv.{sub}"))), target,
+                            ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def _user_python(run_as, site: Path) -> str | None:
