@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 import click
 
@@ -11,8 +12,14 @@ import click
 # must not look like either: EX_USAGE from sysexits.h (cudaenv/errors.py).
 from ..errors import EX_USAGE
 
+if TYPE_CHECKING:
+    from ..machine import Probe
+    from ..resolver import Resolution
 
-def usage_error(message: str, as_json: bool):
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def usage_error(message: str, as_json: bool) -> NoReturn:
     """The one way doctor and resolve stop on bad input."""
     if as_json:
         click.echo(json.dumps({"schema": "cudaenv.error/1", "status": "usage", "exit_code": EX_USAGE,
@@ -24,7 +31,8 @@ def usage_error(message: str, as_json: bool):
 class ReportCommand(click.Command):
     """Click's own usage errors (unknown option, missing value) exit 64 here, not 2."""
 
-    def make_context(self, info_name, args, parent=None, **extra):
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as e:
@@ -45,13 +53,14 @@ _PROBE_OPTIONS = [
 ]
 
 
-def probe_options(f):
+def probe_options(f: F) -> F:
     for opt in reversed(_PROBE_OPTIONS):
         f = opt(f)
     return f
 
 
-def _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
+def _probe(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
+           flashinfer: str | None, as_json: bool) -> Probe:
     from ..machine import ProbeInputError, probe
 
     try:
@@ -68,15 +77,15 @@ def _installed(release: str) -> bool:
     return any(major_minor(t.release) == release for t in store.managed_toolkits())
 
 
-def no_gpu_note(p) -> str | None:
+def no_gpu_note(p: Probe | None) -> str | None:
     if p is None or p.gpus or p.gpu_source != "none":
         return None
     return ("no NVIDIA GPU or driver found (" + "; ".join(p.gpu_tried) + "): planning to compile only; "
             "pass --arch sm_XY to plan for a GPU")
 
 
-def render_resolution(r, p=None) -> str:
-    lines = []
+def render_resolution(r: Resolution, p: Probe | None = None) -> str:
+    lines: list[str] = []
     note = no_gpu_note(p)
     if note:
         lines.append(f"note: {note}")
@@ -108,7 +117,8 @@ Exit status: 0 fits, 1 fits with warnings, 2 errors (nothing fits, or torch
 lacks a GPU's kernels), 64 bad input or usage (message on stderr; with --json
 also {"schema": "cudaenv.error/1", ...} on stdout).""")
 @probe_options
-def resolve(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json):
+def resolve(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
+            flashinfer: str | None, as_json: bool) -> NoReturn:
     """Minimum and recommended toolkit release for the GPU, driver and torch."""
     from ..resolver import resolve as run
 
@@ -140,7 +150,9 @@ written, 64 bad input or usage (message on stderr; with --json also
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "prometheus"]), default=None,
               help="Output format; prometheus is node_exporter's textfile format (docs/guides/fleet-monitoring.md).")
 @click.option("--output", "-o", metavar="FILE", help="Write to FILE atomically instead of stdout.")
-def doctor(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, fix, yes, quiet, fmt, output):
+def doctor(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
+           flashinfer: str | None, as_json: bool, fix: bool, yes: bool, quiet: bool, fmt: str | None,
+           output: str | None) -> NoReturn:
     """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
     from .. import diagnostics as doc
     from .. import jitcache
