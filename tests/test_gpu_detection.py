@@ -239,6 +239,9 @@ MALFORMED = [
     ("index, name, compute_cap, driver_version\n0, NVIDIA H100 80GB HBM3, 9.0, 570.124.06\n",
      [("NVIDIA H100 80GB HBM3", "sm_90")]),
     ("0, NVIDIA H100 80GB HBM3, 9.0\n", []),                        # a field short
+    # Every other field well formed, but no index: never a GPU, and never int() of it.
+    ("[N/A], NVIDIA H100 80GB HBM3, 9.0, 570.124.06\n", []),
+    ("GPU-8a3c1f2e-55b1-4d2e-9f7a-0c1d2e3f4a5b, NVIDIA H100 80GB HBM3, 9.0, 570.124.06\n", []),
     ("0, NVIDIA H100 80GB HBM3, 9.0, 570.124.06\r\n1, NVIDIA H100 80GB HBM3, 9.0, 570.124.06\r\n",
      [("NVIDIA H100 80GB HBM3", "sm_90"), ("NVIDIA H100 80GB HBM3", "sm_90")]),
     ("WARNING: infoROM is corrupted at gpu 0000:41:00.0\n0, NVIDIA H100 80GB HBM3, 9.0, 570.124.06\n",
