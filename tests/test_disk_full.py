@@ -18,24 +18,15 @@ import pytest
 
 from httpserver import FileServer
 from redist_mirror import RedistMirror, package_entries
+import tmpfs
 from toolkits import base_env
 
 
 @pytest.fixture
 def few_inodes(tmp_path):
     """A real 64 MiB tmpfs that holds at most 200 files and directories."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,nr_inodes=200", "tmpfs", str(mnt)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    try:
+    with tmpfs.mounted(tmp_path / "small", "size=64m,nr_inodes=200") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def many_files_mirror(tmp: Path) -> RedistMirror:

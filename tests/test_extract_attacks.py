@@ -21,6 +21,7 @@ from cudaenv import extract
 from cudaenv.extract import UnsafeArchive
 from redist_mirror import write_tar_xz
 from test_deb import ar_archive
+import tmpfs
 
 KINDS = ("tar.xz", "whl", "deb")
 # Where each kind keeps the toolkit tree inside the archive, and the subdir the installer strips.
@@ -317,17 +318,8 @@ def test_zip_lying_about_its_sizes_is_still_bounded(tmp_path):
 @pytest.fixture
 def small_fs(tmp_path):
     """A real 50 MiB filesystem (tmpfs), or a skip that says why there is none."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a 50 MiB tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=50m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    try:
+    with tmpfs.mounted(tmp_path / "small", "size=50m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def free_bytes(path: Path) -> int:

@@ -15,6 +15,7 @@ import pytest
 from httpserver import FileServer, closed_port
 from redist_mirror import RedistMirror
 from toolkits import base_env
+import tmpfs
 
 RELEASES = ("12.8.1", "13.0.0", "13.0.2")
 
@@ -352,17 +353,10 @@ def test_sigterm_and_sigint_clean_up_themselves(tmp_path, sig):
         assert all((trees / n / ".cudaenv-tree.json").is_file() for n in os.listdir(trees) if not n.endswith(".lock"))
 
 
-def _tmpfs(path: Path, size: str) -> bool:
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        return False
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True).returncode == 0
-
-
 def test_disk_full_is_checked_before_extraction(tmp_path, srv, mirror):
     small = tmp_path / "small"
-    mounted = _tmpfs(small, "64k")
+    why = tmpfs.why_unmountable(small, "size=64k")
+    mounted = why is None
     try:
         if mounted:
             # A real 64 KiB filesystem for the store; payload archives need more.
@@ -374,7 +368,7 @@ def test_disk_full_is_checked_before_extraction(tmp_path, srv, mirror):
                 e.root = small / "root"
                 r = e.run("install", "13.0.2", "--source", "redist")
         else:
-            print("tmpfs mount unavailable: simulating a full disk with CUDAENV_DISK_RESERVE")
+            print(f"{why}: simulating a full disk with CUDAENV_DISK_RESERVE")
             e = Env(tmp_path, srv.url, CUDAENV_DISK_RESERVE=str(1 << 60))
             r = e.run("install", "13.0.2", "--source", "redist")
         assert r.returncode == 2 and "not enough free space" in r.stderr, r.stderr
