@@ -5,7 +5,9 @@
 # shim built for bash instead of dash, and `cudaenv exec nvcc` (Python).
 # Second table: the shim on a .cuda-version exactly at the size bound
 # (bench/bound_file.py) against the same shim on the normal file (target: the
-# bound costs at most 2x the normal file's shim run).
+# bound costs at most 2x the normal file's shim run), and on a .tool-versions,
+# a rare path for which the shim sources the second file rehash writes
+# (shims/select-rare.sh; for information).
 # Usage: bash bench/shim.sh [runs]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,6 +28,8 @@ sed '1s|.*|#!/bin/bash|' "$shim" >"$work/bash-shims/nvcc" && chmod +x "$work/bas
 mkdir "$work/floor"
 printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/floor/nvcc" && chmod +x "$work/floor/nvcc"
 python3 "$repo/bench/bound_file.py" "$work/bound"
+mkdir -p "$work/tool/a/b/c/d/e" && printf 'cuda 12.8\n' >"$work/tool/.tool-versions"
+(cd "$work/tool/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
 (cd "$work/bound/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
 cd "$work/proj/a/b/c/d/e"
 "$shim" -c x.cu | grep -q "release=12.8.1"
@@ -53,7 +57,7 @@ PY
 # alternated in short rounds, and the ratio taken per round, so that the load
 # of a busy machine drifting between runs cancels out.
 for round in 1 2 3 4 5 6 7; do
-  for proj in proj bound; do
+  for proj in proj bound tool; do
     (cd "$work/$proj/a/b/c/d/e" && hyperfine -N --warmup 10 --runs $((runs / 3 + 1)) \
       --export-json "$work/b-$round-$proj.json" -n "shim" "$shim -c x.cu" >/dev/null 2>&1)
   done
@@ -66,7 +70,10 @@ rounds = range(1, 8)
 normal = statistics.median(med(r, "proj") for r in rounds)
 bound = statistics.median(med(r, "bound") for r in rounds)
 ratio = statistics.median(med(r, "bound") / med(r, "proj") for r in rounds)
+tool = statistics.median(med(r, "tool") for r in rounds)
+tool_ratio = statistics.median(med(r, "tool") / med(r, "proj") for r in rounds)
 print(f"\n{'version file (7 alternating rounds)':40} {'median ms':>10} {'ratio':>7}")
 print(f"{'normal (# pinned / 12.8)':40} {normal*1000:10.3f} {1:6.2f}x")
 print(f"{'at the bound (bench/bound_file.py)':40} {bound*1000:10.3f} {ratio:6.2f}x  (median of per-round ratios)")
+print(f"{'.tool-versions (sources the rare half)':40} {tool*1000:10.3f} {tool_ratio:6.2f}x  (median of per-round ratios)")
 PY
