@@ -46,10 +46,14 @@ python3 - "$work/shim.json" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
 base = res[0]["median"]
-print(f"{'command':40} {'median ms':>10} {'added ms':>9} {'ratio':>7}")
+# CPU time (user + system, hyperfine's means) as well: on a shared machine it
+# moves far less with the load of other jobs than wall time does.
+cpu = lambda r: r["user"] + r["system"]
+print(f"{'command':40} {'median ms':>10} {'added ms':>9} {'ratio':>7} {'cpu ms':>7} {'added':>7}")
 for r in res:
     m = r["median"]
-    print(f"{r['command']:40} {m*1000:10.3f} {(m-base)*1000:9.3f} {m/base:6.2f}x")
+    print(f"{r['command']:40} {m*1000:10.3f} {(m-base)*1000:9.3f} {m/base:6.2f}x "
+          f"{cpu(r)*1000:7.3f} {(cpu(r)-cpu(res[0]))*1000:7.3f}")
 PY
 
 # The same shim, normal file against a file at the bound. hyperfine -N runs

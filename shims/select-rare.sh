@@ -31,9 +31,9 @@ _cudaenv_describe() {
 # The origin of the selection, into _ce_origin: "set by ..." for messages.
 _cudaenv_origin() {
     case $_ce_source in
-        CUDAENV_VERSION) _ce_origin="set by CUDAENV_VERSION" ;;
-        default) _ce_origin="default: no .cuda-version or global version file" ;;
-        *) _ce_origin="set by $_ce_source" ;;
+        CUDAENV_VERSION) _ce_origin=@ORIGIN_ENV@ ;;
+        default) _ce_origin=@ORIGIN_DEFAULT@ ;;
+        *) _ce_origin=@ORIGIN_FILE{source=$_ce_source}@ ;;
     esac
 }
 
@@ -41,7 +41,7 @@ _cudaenv_origin() {
 # whole file, as cudaenv/selection.py reads it): reading stops as soon as
 # either is passed, so no file costs more than that to look at.
 _cudaenv_too_large() {
-    _ce_err="$1: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
+    _ce_err=@TOO_LARGE{path=$1}@
 }
 
 # Read the version file $1 (already opened on fd 9 by the caller), all of it up
@@ -89,11 +89,11 @@ _cudaenv_scan_fd9() {
         rest=${line%"$_ce_cr"}
         [ "$rest" != "$line" ] && len=$((len - 1))
         if [ $len -gt @MAX_LINE@ ]; then
-            _cudaenv_invalid "$1:$lineno: line is longer than @MAX_LINE@ bytes"
+            _cudaenv_invalid "$1:$lineno: "@LINE_TOO_LONG@
             err=$_ce_err
         # A byte went missing (dash, bash), or zsh kept the NUL in the value.
         elif [ ${#rest} -ne $len ] || { [ -n "${_ce_nul-}" ] && _cudaenv_has_nul "$line"; }; then
-            _cudaenv_invalid "$1:$lineno: NUL byte in version file"
+            _cudaenv_invalid "$1:$lineno: "@NUL_BYTE@
             err=$_ce_err
         else
             value=${rest%%#*}
@@ -102,7 +102,7 @@ _cudaenv_scan_fd9() {
             if [ "${2-}" = tool ]; then
                 case $value in
                     cuda)
-                        _cudaenv_invalid "$1:$lineno: the cuda line names no version"
+                        _cudaenv_invalid "$1:$lineno: "@NO_CUDA_VERSION@
                         err=$_ce_err
                         value= ;;
                     cuda[" $_ce_tab"]*)
@@ -115,7 +115,7 @@ _cudaenv_scan_fd9() {
                 :
             elif ! _cudaenv_valid_spec "$value"; then
                 _cudaenv_describe "$value"
-                _cudaenv_invalid "$1:$lineno: invalid version $_ce_shown"
+                _cudaenv_invalid "$1:$lineno: "@INVALID_VERSION{shown=$_ce_shown}@
                 err=$_ce_err
             else
                 spec=$value
@@ -143,10 +143,10 @@ _cudaenv_scan_fd9() {
         return 0
     fi
     if [ "${2-}" = tool ]; then
-        _cudaenv_invalid "$1: no cuda line"
+        _cudaenv_invalid "$1: "@NO_CUDA_LINE@
         return 2
     fi
-    _cudaenv_invalid "$1: no version found (the file is empty or only comments)"
+    _cudaenv_invalid "$1: "@NO_VERSION@
     return 1
 }
 
@@ -159,19 +159,19 @@ _cudaenv_has_nul() {
 # A version file must be a regular file: say what $1 is instead. Tested before
 # opening it, so a FIFO is never opened (that would wait for a writer).
 _cudaenv_not_regular() {
-    local what="not a regular file"
+    local what=@KIND_OTHER@
     if [ -h "$1" ] && [ ! -e "$1" ]; then
-        what="a symbolic link that leads nowhere (dangling or a loop)"
+        what=@KIND_DANGLING@
     elif [ -d "$1" ]; then
-        what="a directory"
+        what=@KIND_DIRECTORY@
     elif [ -p "$1" ]; then
-        what="a FIFO"
+        what=@KIND_FIFO@
     elif [ -c "$1" ] || [ -b "$1" ]; then
-        what="a device"
+        what=@KIND_DEVICE@
     elif [ -S "$1" ]; then
-        what="a socket"
+        what=@KIND_SOCKET@
     fi
-    _ce_err="$1: $what, not a regular file; a version file must be a regular file"
+    _ce_err=@NOT_REGULAR{path=$1,what=$what}@
 }
 
 # The whole reading of version file $1, for every case _cudaenv_read_version
@@ -182,7 +182,8 @@ _cudaenv_read_slow() {
         return 1
     fi
     if [ ! -r "$1" ]; then
-        _ce_err="$1: cannot read version file: Permission denied"
+        local reason="Permission denied"
+        _ce_err=@UNREADABLE{path=$1,reason=$reason}@
         return 1
     fi
     case $1 in
@@ -208,7 +209,7 @@ _cudaenv_foreign() {
     [ $# = 6 ] || return 1
     case $1 in *[2367]) ;; *) return 1 ;; esac  # the "others" digit has the write bit
     [ "$4" = 0 ] || [ "$4" = "$6" ] && return 1
-    out="cudaenv: warning: ignoring $file: it belongs to another user (uid $4) and sits in the world-writable directory $dir"
+    out=@FOREIGN{path=$file,uid=$4,directory=$dir}@
     # A shim says so at once; the prompt hook collects it, to say it once and not at every prompt.
     if [ -n "${_ce_collect_warn-}" ]; then
         _ce_warn="${_ce_warn:+$_ce_warn
@@ -281,9 +282,9 @@ _cudaenv_system_root() {
 _cudaenv_not_installed() {
     _cudaenv_origin
     if [ "$_ce_spec" = system ]; then
-        _ce_err="no system CUDA toolkit found ($_ce_origin); install one with 'cudaenv install <version>' and select it with 'cudaenv local <version>'"
+        _ce_err=@NO_SYSTEM{origin=$_ce_origin}@
     else
-        _ce_err="version '$_ce_spec' ($_ce_origin) is not installed; run: cudaenv install $_ce_spec"
+        _ce_err=@NOT_INSTALLED{spec=$_ce_spec,origin=$_ce_origin}@
     fi
     return 127
 }

@@ -131,15 +131,19 @@ _cudaenv_quick_fd9() {
         count=$((count + ${#line} + nl))
         lineno=$((lineno + 1))
         { [ $count -gt @MAX_BYTES@ ] || [ $lineno -gt @MAX_LINES@ ]; } && return 1
-        if [ -z "$spec" ]; then
-            line=${line%"$_ce_cr"}
-            [ ${#line} -gt @MAX_LINE@ ] && return 1
-            _cudaenv_trim "${line%%#*}"
-            if [ -n "$_ce_trimmed" ]; then
-                _cudaenv_valid_spec "$_ce_trimmed" || return 1
-                spec=$_ce_trimmed
-                at=$lineno
-            fi
+        # Decided already, or a comment line (most lines before the value):
+        # nothing more to check here, as in _cudaenv_scan_fd9.
+        [ -n "$spec" ] && { [ $nl = 1 ] && continue || break; }
+        case $line in
+            '#'*) [ ${#line} -le @MAX_LINE@ ] && { [ $nl = 1 ] && continue || break; } ;;
+        esac
+        line=${line%"$_ce_cr"}
+        [ ${#line} -gt @MAX_LINE@ ] && return 1
+        _cudaenv_trim "${line%%#*}"
+        if [ -n "$_ce_trimmed" ]; then
+            _cudaenv_valid_spec "$_ce_trimmed" || return 1
+            spec=$_ce_trimmed
+            at=$lineno
         fi
         [ $nl = 1 ] || break
     done
@@ -193,7 +197,7 @@ _cudaenv_select() {
         if ! _cudaenv_valid_spec "$_ce_trimmed"; then
             _cudaenv_rare
             _cudaenv_describe "$_ce_trimmed"
-            _cudaenv_invalid "CUDAENV_VERSION: invalid version $_ce_shown"
+            _cudaenv_invalid @ENV_INVALID{shown=$_ce_shown}@
             return 1
         fi
         _ce_spec=$_ce_trimmed
