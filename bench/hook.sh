@@ -10,7 +10,9 @@
 # than wall time), for one store with one toolkit against three shared stores
 # (CUDAENV_SHARED_ROOTS) with 50 toolkits, 13.0 selected from the last one
 # (target: the same within noise), in bash and zsh.
-# Usage: bash bench/hook.sh [N]
+# With BEFORE=<another checkout of cudaenv>, that checkout's hooks run in the
+# same rounds of the second table, for a before/after comparison.
+# Usage: [BEFORE=DIR] bash bench/hook.sh [N]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 n="${1:-2000}"
@@ -77,10 +79,13 @@ for s in s1 s2 s3 one; do CUDAENV_ROOT="$w/$s" python3 -m cudaenv rehash --quiet
 CUDAENV_ROOT="$w/three" CUDAENV_SHARED_ROOTS="$shared" python3 -m cudaenv rehash --quiet
 for s in one three; do for sh in bash zsh; do
   CUDAENV_ROOT="$w/$s" python3 -m cudaenv init - $sh >"$w/init.$s.$sh"
+  # From $w: python puts its working directory ahead of PYTHONPATH.
+  [ -z "${BEFORE-}" ] || (cd "$w" && CUDAENV_ROOT="$w/$s" PYTHONPATH="$BEFORE" python3 -m cudaenv init - $sh) \
+    >"$w/before.$s.$sh"
 done; done
-python3 - "$w" "$shared" "$n" <<'PY'
+python3 - "$w" "$shared" "$n" "${BEFORE-}" <<'PY'
 import os, statistics, sys
-work, shared, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+work, shared, n, before = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 deep = f"{work}/proj/a/b/c/d/e"
 loop = {"bash": 'source "$1"; cd "$2"; _cudaenv_prompt; for ((i = 0; i < $3; i++)); do $4; done; true',
         "zsh": 'source "$1"; cd "$2"; _cudaenv_prompt; for ((i = 0; i < $3; i++)); do $4; done; true'}
@@ -97,16 +102,20 @@ def cpu(sh, init, env, call):
     return ru.ru_utime + ru.ru_stime
 
 rows = {}
-for _ in range(7):  # rounds alternate the setups, so drifting load falls on both
+versions = ["init"] + (["before"] if before else [])
+for _ in range(7):  # rounds alternate the setups, so drifting load falls on all alike
     for sh in ("bash", "zsh"):
-        for name, env in setups.items():
-            init = f"{work}/init.{'one' if 'one root' in name else 'three'}.{sh}"
-            per_call = (cpu(sh, init, env, "_cudaenv_prompt") - cpu(sh, init, env, ":")) / n * 1e6
-            rows.setdefault((sh, name), []).append(per_call)
+        for version in versions:
+            for name, env in setups.items():
+                init = f"{work}/{version}.{'one' if 'one root' in name else 'three'}.{sh}"
+                per_call = (cpu(sh, init, env, "_cudaenv_prompt") - cpu(sh, init, env, ":")) / n * 1e6
+                rows.setdefault((sh, version, name), []).append(per_call)
 print(f"\n{'CPU time, nothing changed (7 rounds)':42} {'µs/call':>8} {'vs one root':>12}")
 for sh in ("bash", "zsh"):
-    base = statistics.median(rows[(sh, "one root, one toolkit")])
-    for name in setups:
-        m = statistics.median(rows[(sh, name)])
-        print(f"{sh + ': ' + name:42} {m:8.1f} {m - base:+11.1f}")
+    for version in versions:
+        base = statistics.median(rows[(sh, version, "one root, one toolkit")])
+        for name in setups:
+            m = statistics.median(rows[(sh, version, name)])
+            label = f"{sh}: {name}" + (f" (hook of {before})" if version == "before" else "")
+            print(f"{label:42} {m:8.1f} {m - base:+11.1f}")
 PY

@@ -8,7 +8,9 @@
 # bound costs at most 2x the normal file's shim run), and on a .tool-versions,
 # a rare path for which the shim sources the second file rehash writes
 # (shims/select-rare.sh; for information).
-# Usage: bash bench/shim.sh [runs]
+# With BEFORE=<another checkout of cudaenv>, the shim that checkout renders for
+# the same store runs in the same hyperfine run, for a before/after comparison.
+# Usage: [BEFORE=DIR] bash bench/shim.sh [runs]
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${1:-300}"
@@ -27,6 +29,15 @@ sed '1s|.*|#!/bin/bash|' "$shim" >"$work/bash-shims/nvcc" && chmod +x "$work/bas
 # The floor for any sh shim: dash starting and exec'ing, with no selection at all.
 mkdir "$work/floor"
 printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/floor/nvcc" && chmod +x "$work/floor/nvcc"
+before=()
+if [ -n "${BEFORE-}" ]; then
+  mkdir "$work/before"
+  # From $work: python puts its working directory ahead of PYTHONPATH.
+  (cd "$work" && PYTHONPATH="$BEFORE" python3 -c 'from cudaenv import shims; print(shims.render_shim(), end="")') \
+    >"$work/before/nvcc"
+  chmod +x "$work/before/nvcc"
+  before=(-n "shim of $BEFORE" "$work/before/nvcc -c x.cu")
+fi
 python3 "$repo/bench/bound_file.py" "$work/bound"
 mkdir -p "$work/tool/a/b/c/d/e" && printf 'cuda 12.8\n' >"$work/tool/.tool-versions"
 (cd "$work/tool/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
@@ -37,7 +48,7 @@ python3 -m cudaenv exec -- nvcc -c x.cu | grep -q "release=12.8.1"
 
 hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/shim.json" \
   -n "direct exec (baseline)" "$real -c x.cu" \
-  -n "shim (/bin/sh = $(readlink -f /bin/sh))" "$shim -c x.cu" \
+  -n "shim (/bin/sh = $(readlink -f /bin/sh))" "$shim -c x.cu" "${before[@]}" \
   -n "floor: sh script that only execs" "$work/floor/nvcc -c x.cu" \
   -n "same shim under bash" "$work/bash-shims/nvcc -c x.cu" \
   -n "cudaenv exec nvcc (Python)" "python3 -m cudaenv exec -- nvcc -c x.cu" >/dev/null
