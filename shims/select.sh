@@ -258,45 +258,55 @@ _cudaenv_resolve() {
 # Here and not in select-rare.sh: a shim under shared stores costs the same as
 # one without (the target of docs/performance.md).
 _cudaenv_shared() {
-    local entry marker= noglob IFS
+    local entry marker= noglob= IFS
     _ce_stale=
     _ce_shared=
-    if [ -z "${CUDAENV_SHARED_ROOTS-}" ]; then
-        [ -e "$_ce_r/aliases/.shared-roots" ] && _ce_stale=1
-        return 0
-    fi
-    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
-    set -f
-    IFS=:
+    case ${CUDAENV_SHARED_ROOTS-} in
+        '')
+            [ -e "$_ce_r/aliases/.shared-roots" ] && _ce_stale=1
+            return 0 ;;
+    esac
     # The setting is checked and normalized once per value: a prompt hook
     # does that once per shell, and at each prompt only tests each store's
     # versions/ and reads the marker. The checks (~30 µs a pattern in bash)
     # look at the whole value: an entry is relative where the value or a
     # field starts with anything but "/", and a byte that is not printable
     # ASCII is in some entry. select-rare.sh names the first bad entry.
-    if [ "x${_ce_shared_checked-}" != "x$CUDAENV_SHARED_ROOTS" ]; then
-        case $CUDAENV_SHARED_ROOTS in
-            [!/:]* | *:[!/:]* | *[!"$_ce_printable"]*)
-                [ -n "$noglob" ] || set +f
-                _cudaenv_rare
-                _cudaenv_shared_bad
-                return 1 ;;
-        esac
-        _ce_shared_list=
-        for entry in $CUDAENV_SHARED_ROOTS; do
-            [ -z "$entry" ] && continue
-            while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
-            _ce_shared_list=${_ce_shared_list:+$_ce_shared_list:}$entry
-        done
-        _ce_shared_checked=$CUDAENV_SHARED_ROOTS
-    fi
+    # (`case` rather than `[`: syntax, not a command, so cheaper in bash.)
+    case $CUDAENV_SHARED_ROOTS in
+        "${_ce_shared_checked-}") ;;
+        *)
+            case $CUDAENV_SHARED_ROOTS in
+                [!/:]* | *:[!/:]* | *[!"$_ce_printable"]*)
+                    _cudaenv_rare
+                    _cudaenv_shared_bad
+                    return 1 ;;
+            esac
+            # Globbing is turned off around the splitting only where a path holds
+            # a pattern character: `set -f` and its undoing cost more than the
+            # tests themselves in bash.
+            _ce_shared_glob=
+            case $CUDAENV_SHARED_ROOTS in *[*?[]*) _ce_shared_glob=1 ;; esac
+            [ -z "$_ce_shared_glob" ] || { case $- in *f*) noglob=1 ;; esac; set -f; }
+            IFS=:
+            _ce_shared_list=
+            for entry in $CUDAENV_SHARED_ROOTS; do
+                [ -z "$entry" ] && continue
+                while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
+                _ce_shared_list=${_ce_shared_list:+$_ce_shared_list:}$entry
+            done
+            [ -z "$_ce_shared_glob" ] || [ -n "$noglob" ] || set +f
+            _ce_shared_checked=$CUDAENV_SHARED_ROOTS ;;
+    esac
     _ce_shared=$_ce_shared_list
+    case $_ce_shared_glob in 1) case $- in *f*) noglob=1 ;; esac; set -f ;; esac
+    IFS=:
     for entry in $_ce_shared; do
         [ "$entry/versions" -nt "$_ce_r/aliases" ] && _ce_stale=1
     done
-    [ -n "$noglob" ] || set +f
+    case $_ce_shared_glob$noglob in 1) set +f ;; esac
     [ -f "$_ce_r/aliases/.shared-roots" ] && IFS= read -r marker <"$_ce_r/aliases/.shared-roots"
-    [ "x$marker" = "x$_ce_shared" ] || _ce_stale=1
+    case $marker in "$_ce_shared") ;; *) _ce_stale=1 ;; esac
     return 0
 }
 
