@@ -14,19 +14,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export CUDAENV_SYSTEM_SEARCH=""
 
-python3 - "$repo" "$work" <<'PY'
-import sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[1] + "/tests")
-from toolkits import managed
-work = Path(sys.argv[2])
-managed(work / "one", "13.0.2")
-releases = [f"12.{minor}.{patch}" for minor in range(10) for patch in range(5)][:49] + ["13.0.2"]
-for i, rel in enumerate(releases):  # 17 + 17 + 16, 13.0.2 in the last store
-    managed(work / f"s{min(i // 17, 2) + 1}", rel)
-(work / "proj/a/b/c/d/e").mkdir(parents=True)
-(work / "proj/.cuda-version").write_text("13.0\n")
-PY
+python3 "$repo/bench/shared_stores.py" "$work"
 shared="$work/s1:$work/s2:$work/s3"
 for s in s1 s2 s3; do CUDAENV_ROOT="$work/$s" python3 -m cudaenv rehash --quiet; done
 CUDAENV_ROOT="$work/one" python3 -m cudaenv rehash --quiet

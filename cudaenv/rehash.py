@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from . import aliases, discover, shared_roots, store, storelinks
-from .shims import render_shim
+from .shims import rare_name, render_rare, render_shim
 
 
 MAX_EXTRA_BYTES = 64 * 1024
@@ -115,20 +115,30 @@ def rehash(managed=None, found=None) -> list[str]:
     return sorted(names)
 
 
+def _write_if_changed(path: Path, text: str, mode: int) -> None:
+    try:
+        if path.read_bytes() == text.encode():
+            return
+    except OSError:
+        pass
+    store.write_atomic(path, text, mode=mode)
+
+
 def _write_shims(names: set[str]) -> None:
     d = store.shims_dir()
     d.mkdir(parents=True, exist_ok=True)
-    body = render_shim()
+    # The rare half first, so no shim written below names a file not there yet;
+    # it is written even with no shim at all, for a shim a user keeps by hand.
+    rare = render_rare()
+    rare_file = rare_name(rare)
+    _write_if_changed(d / rare_file, rare, 0o644)
+    body = render_shim(rare)
     for name in names:
-        path = d / name
-        try:
-            if path.read_bytes() == body.encode():
-                continue
-        except OSError:
-            pass
-        store.write_atomic(path, body, mode=0o755)
+        _write_if_changed(d / name, body, 0o755)
     for name in os.listdir(d):
-        if name not in names and not name.startswith("."):
+        # Old rare halves go last: shims written by the previous rehash source them until replaced.
+        stale_rare = name.startswith(".cudaenv-rare-") and name != rare_file
+        if stale_rare or (name not in names and not name.startswith(".")):
             try:
                 os.unlink(d / name)
             except FileNotFoundError:

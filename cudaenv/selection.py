@@ -43,6 +43,36 @@ SIZE_RULE = f"allowed are at most {MAX_BYTES} bytes in at most {MAX_LINES} lines
 TYPE_RULE = "a version file must be a regular file"
 ENV_VAR = "CUDAENV_VERSION"
 
+# The wording every implementation of selection shares. The shell templates
+# (shims/select.sh, shims/select-rare.sh, shims/hook.fish) are rendered from
+# these (cudaenv.shims.shared_facts), never written out again there; fields in
+# braces become the shell's variables.
+LINE_TOO_LONG = f"line is longer than {MAX_LINE} bytes"
+NUL_BYTE = "NUL byte in version file"
+INVALID_VERSION = "invalid version {shown}"
+ENV_INVALID = f"{ENV_VAR}: {INVALID_VERSION}"
+NO_VERSION = "no version found (the file is empty or only comments)"
+NO_CUDA_VERSION = "the cuda line names no version"
+NO_CUDA_LINE = "no cuda line"
+TOO_LARGE = "{path}: version file too large; " + SIZE_RULE
+UNREADABLE = "{path}: cannot read version file: {reason}"
+NOT_REGULAR = "{path}: {what}, not a regular file; " + TYPE_RULE
+KIND_DANGLING = "a symbolic link that leads nowhere (dangling or a loop)"
+KIND_DIRECTORY = "a directory"
+KIND_FIFO = "a FIFO"
+KIND_DEVICE = "a device"
+KIND_SOCKET = "a socket"
+KIND_OTHER = "not a regular file"
+FOREIGN = ("cudaenv: warning: ignoring {path}: it belongs to another user (uid {uid}) "
+           "and sits in the world-writable directory {directory}")
+ORIGIN_ENV = f"set by {ENV_VAR}"
+ORIGIN_DEFAULT = "default: no .cuda-version or global version file"
+ORIGIN_FILE = "set by {source}"
+INSTALL_HINT = "cudaenv install {spec}"
+NOT_INSTALLED = "version '{spec}' ({origin}) is not installed; run: " + INSTALL_HINT
+NO_SYSTEM = ("no system CUDA toolkit found ({origin}); "
+             "install one with 'cudaenv install <version>' and select it with 'cudaenv local <version>'")
+
 EXIT_INVALID = EX_BAD_INPUT
 EXIT_NOT_INSTALLED = EX_NOT_INSTALLED
 
@@ -74,10 +104,10 @@ class Selection:
     @property
     def origin(self) -> str:
         if self.source == ENV_VAR:
-            return "set by CUDAENV_VERSION"
+            return ORIGIN_ENV
         if self.source == "default":
-            return "default: no .cuda-version or global version file"
-        return f"set by {self.source}"
+            return ORIGIN_DEFAULT
+        return ORIGIN_FILE.format(source=self.source)
 
     def to_json(self) -> dict:
         return {"version": self.spec.text, "source": self.source, "line": self.line}
@@ -95,9 +125,9 @@ def _checked_lines(data: bytes, where: str):
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if len(raw) > MAX_LINE:
-            raise _invalid(where, lineno, f"line is longer than {MAX_LINE} bytes")
+            raise _invalid(where, lineno, LINE_TOO_LONG)
         if b"\0" in raw:
-            raise _invalid(where, lineno, "NUL byte in version file")
+            raise _invalid(where, lineno, NUL_BYTE)
         yield lineno, raw
 
 
@@ -112,8 +142,8 @@ def parse_version_text(data: bytes, where: str) -> tuple[Spec, int]:
         try:
             return parse_spec(text), lineno
         except InvalidVersion:
-            raise _invalid(where, lineno, f"invalid version {describe(text)}") from None
-    raise _invalid(where, None, "no version found (the file is empty or only comments)")
+            raise _invalid(where, lineno, INVALID_VERSION.format(shown=describe(text))) from None
+    raise _invalid(where, None, NO_VERSION)
 
 
 def tool_versions_cuda(data: bytes, where: str) -> tuple[Spec, int] | None:
@@ -129,29 +159,29 @@ def tool_versions_cuda(data: bytes, where: str) -> tuple[Spec, int] | None:
         if not words or words[0] != b"cuda":
             continue
         if len(words) < 2:
-            raise _invalid(where, lineno, "the cuda line names no version")
+            raise _invalid(where, lineno, NO_CUDA_VERSION)
         text = words[1].decode("latin-1")
         try:
             return parse_spec(text), lineno
         except InvalidVersion:
-            raise _invalid(where, lineno, f"invalid version {describe(text)}") from None
+            raise _invalid(where, lineno, INVALID_VERSION.format(shown=describe(text))) from None
     return None
 
 
 def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
-        return "a directory"
+        return KIND_DIRECTORY
     if stat.S_ISFIFO(mode):
-        return "a FIFO"
+        return KIND_FIFO
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
+        return KIND_DEVICE
     if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+        return KIND_SOCKET
+    return KIND_OTHER
 
 
 def _not_regular(path, what: str) -> InvalidSelection:
-    return InvalidSelection(f"{path}: {what}, not a regular file; {TYPE_RULE}")
+    return InvalidSelection(NOT_REGULAR.format(path=path, what=what))
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -161,8 +191,8 @@ def _read_bytes(path: Path) -> bytes:
         st = os.stat(path)
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ELOOP) and os.path.islink(path):
-            raise _not_regular(path, "a symbolic link that leads nowhere (dangling or a loop)") from None
-        raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+            raise _not_regular(path, KIND_DANGLING) from None
+        raise InvalidSelection(UNREADABLE.format(path=path, reason=e.strerror)) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, _kind(st.st_mode))
     try:
@@ -170,7 +200,7 @@ def _read_bytes(path: Path) -> bytes:
         # must not wait for a writer; fstat below then refuses it.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
-        raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+        raise InvalidSelection(UNREADABLE.format(path=path, reason=e.strerror)) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -183,13 +213,13 @@ def _read_bytes(path: Path) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as e:
-        raise InvalidSelection(f"{path}: cannot read version file: {e.strerror}") from None
+        raise InvalidSelection(UNREADABLE.format(path=path, reason=e.strerror)) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if len(data) > MAX_BYTES or lines > MAX_LINES:
-        raise InvalidSelection(f"{path}: version file too large; {SIZE_RULE}")
+        raise InvalidSelection(TOO_LARGE.format(path=path))
     return data
 
 
@@ -199,7 +229,7 @@ def read_version_file(path: Path) -> tuple[Spec, int]:
     if Path(path).name == TOOL_VERSIONS:
         found = tool_versions_cuda(data, str(path))
         if found is None:
-            raise _invalid(str(path), None, "no cuda line")
+            raise _invalid(str(path), None, NO_CUDA_LINE)
         return found
     return parse_version_text(data, str(path))
 
@@ -245,10 +275,7 @@ def _foreign(directory: Path, st) -> bool:
 def _trusted(directory: Path, path: Path, st) -> bool:
     if not _foreign(directory, st):
         return True
-    sys.stderr.write(
-        f"cudaenv: warning: ignoring {path}: it belongs to another user (uid {st.st_uid}) "
-        f"and sits in the world-writable directory {directory}\n"
-    )
+    sys.stderr.write(FOREIGN.format(path=path, uid=st.st_uid, directory=directory) + "\n")
     return False
 
 
@@ -283,9 +310,7 @@ def select(cwd: Path | None = None, env=None) -> Selection:
         try:
             return Selection(parse_spec(text), ENV_VAR)
         except InvalidVersion:
-            raise InvalidSelection(
-                f"{ENV_VAR}: invalid version {describe(text)}; allowed are {ALLOWED}"
-            ) from None
+            raise InvalidSelection(f"{ENV_INVALID.format(shown=describe(text))}; allowed are {ALLOWED}") from None
     found = find_version_file(cwd or current_dir(env))
     if found:
         spec, line = read_version_file(found)
@@ -333,7 +358,7 @@ class Resolved:
 
 
 def install_hint(spec: Spec) -> str:
-    return f"cudaenv install {spec.text}"
+    return INSTALL_HINT.format(spec=spec.text)
 
 
 def locate(selection: Selection, env=None) -> Resolved:
@@ -351,14 +376,8 @@ def locate(selection: Selection, env=None) -> Resolved:
     if entry and os.path.isdir(os.path.join(entry.root, "bin")):
         return Resolved(selection, Path(entry.root), entry.release, entry.origin)
     if selection.spec.is_system:
-        raise NotInstalled(
-            f"no system CUDA toolkit found ({selection.origin}); "
-            f"install one with 'cudaenv install <version>' and select it with 'cudaenv local <version>'"
-        )
-    raise NotInstalled(
-        f"version '{selection.spec.text}' ({selection.origin}) is not installed; "
-        f"run: {install_hint(selection.spec)}"
-    )
+        raise NotInstalled(NO_SYSTEM.format(origin=selection.origin))
+    raise NotInstalled(NOT_INSTALLED.format(spec=selection.spec.text, origin=selection.origin))
 
 
 def current(cwd: Path | None = None, env=None) -> Resolved:

@@ -12,7 +12,7 @@ import shlex
 
 from . import store
 from .errors import InputError
-from .shims import fill, render_select, template
+from .shims import fill, fish_quote, render_select, template
 from .versions import InvalidVersion, parse_spec
 
 SHELLS = ("bash", "zsh", "fish")
@@ -29,9 +29,7 @@ def check_shell(name: str) -> str:
     return name
 
 
-def _fish_quote(value: str) -> str:
-    # fish single quotes: only \\ and \' are special inside them.
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+_fish_quote = fish_quote  # commands/shell.py quotes the shims directory with it
 
 
 
@@ -41,17 +39,17 @@ def render_init(shell: str) -> str:
     check_shell(shell)
     shims = str(store.shims_dir())
     if shell == "fish":
-        text = fill(template("hook.fish"), _fish_quote)
+        text = fill(template("hook.fish"), fish=True)
         text = text.replace("@SHIMS@", _fish_quote(shims))
         return text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
     q = shlex.quote(shims)
     path_line = (
         f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
     )
-    lib = render_select() + fill(template("hook.sh"), shlex.quote).replace("@SHELL@", shell)
+    lib = render_select() + fill(template("hook.sh")).replace("@SHELL@", shell)
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
-        body = f"emulate sh -c {shlex.quote(lib)}\n" + fill(template("hook.zsh"), shlex.quote)
+        body = f"emulate sh -c {shlex.quote(lib)}\n" + fill(template("hook.zsh"))
     else:
         body = lib + template("hook.bash")
     return f"# cudaenv init for {shell}\n" + path_line + body

@@ -71,19 +71,19 @@ end
 
 # What $file is, when it is not a regular file (a FIFO is never opened).
 function __cudaenv_not_regular -a file
-    set -l what "not a regular file"
+    set -l what @KIND_OTHER@
     if test -L "$file"; and not test -e "$file"
-        set what "a symbolic link that leads nowhere (dangling or a loop)"
+        set what @KIND_DANGLING@
     else if test -d "$file"
-        set what "a directory"
+        set what @KIND_DIRECTORY@
     else if test -p "$file"
-        set what "a FIFO"
+        set what @KIND_FIFO@
     else if test -c "$file"; or test -b "$file"
-        set what "a device"
+        set what @KIND_DEVICE@
     else if test -S "$file"
-        set what "a socket"
+        set what @KIND_SOCKET@
     end
-    set -g __cudaenv_err "$file: $what, not a regular file; a version file must be a regular file"
+    set -g __cudaenv_err @NOT_REGULAR{path=$file,what=$what}@
     return 1
 end
 
@@ -104,7 +104,8 @@ function __cudaenv_slurp -a file
     set -g __cudaenv_bytes
     test -f "$file"; or __cudaenv_not_regular "$file"; or return 1
     if not test -r "$file"
-        set -g __cudaenv_err "$file: cannot read version file: Permission denied"
+        set -l reason "Permission denied"
+        set -g __cudaenv_err @UNREADABLE{path=$file,reason=$reason}@
         return 1
     end
     set -l seen 0
@@ -116,7 +117,7 @@ function __cudaenv_slurp -a file
         end
     end <$file
     if test $seen -gt (math @MAX_BYTES@ + 1)
-        set -g __cudaenv_err "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
+        set -g __cudaenv_err @TOO_LARGE{path=$file}@
         return 1
     end
     set -g __cudaenv_bytes (string join %00 -- (string escape --style=url -- (string split0 <$file)))
@@ -132,7 +133,7 @@ function __cudaenv_slurp_checked -a file
     # A last line without a newline is a line too.
     test -n "$all"; and not string match -q -- '*%0A' "$all"; and set nlines (math $nlines + 1)
     if test (__cudaenv_nbytes "$all") -gt @MAX_BYTES@; or test $nlines -gt @MAX_LINES@
-        set -g __cudaenv_err "$file: version file too large; allowed are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines"
+        set -g __cudaenv_err @TOO_LARGE{path=$file}@
         return 1
     end
     return 0
@@ -153,11 +154,11 @@ function __cudaenv_read_version -a file
         set lineno (math $lineno + 1)
         set e (string replace -r '%0D$' '' -- "$e")
         if test (__cudaenv_nbytes "$e") -gt @MAX_LINE@
-            __cudaenv_invalid "$file:$lineno: line is longer than @MAX_LINE@ bytes"
+            __cudaenv_invalid "$file:$lineno: "@LINE_TOO_LONG@
             return 1
         end
         if string match -q '*%00*' -- "$e"
-            __cudaenv_invalid "$file:$lineno: NUL byte in version file"
+            __cudaenv_invalid "$file:$lineno: "@NUL_BYTE@
             return 1
         end
         set -l v (string replace -r '%23.*$' '' -- "$e")
@@ -165,7 +166,7 @@ function __cudaenv_read_version -a file
         set v (string replace -r '(%20|%09)+$' '' -- "$v")
         if test -n "$tool"
             if test "$v" = cuda
-                __cudaenv_invalid "$file:$lineno: the cuda line names no version"
+                __cudaenv_invalid "$file:$lineno: "@NO_CUDA_VERSION@
                 return 1
             else if string match -qr '^cuda(%20|%09)' -- "$v"
                 set v (string replace -r '^cuda(%20|%09)+' '' -- "$v")
@@ -176,17 +177,18 @@ function __cudaenv_read_version -a file
         end
         test -n "$v"; or continue
         if not __cudaenv_valid_spec "$v"
-            __cudaenv_invalid "$file:$lineno: invalid version "(__cudaenv_describe "$v")
+            set -l shown (__cudaenv_describe "$v")
+            __cudaenv_invalid "$file:$lineno: "@INVALID_VERSION{shown=$shown}@
             return 1
         end
         set -g __cudaenv_spec $v
         return 0
     end
     if test -n "$tool"
-        __cudaenv_invalid "$file: no cuda line"
+        __cudaenv_invalid "$file: "@NO_CUDA_LINE@
         return 2
     end
-    __cudaenv_invalid "$file: no version found (the file is empty or only comments)"
+    __cudaenv_invalid "$file: "@NO_VERSION@
 end
 
 # Is version file $file in directory $dir another user's (not root's) in a
@@ -204,7 +206,8 @@ function __cudaenv_foreign -a dir file
     test (count $out) = 6; or return 1
     string match -qr '[2367]$' -- $out[1]; or return 1  # the "others" digit has the write bit
     test "$out[4]" = 0; or test "$out[4]" = "$out[6]"; and return 1
-    set -ga __cudaenv_warn "cudaenv: warning: ignoring $file: it belongs to another user (uid $out[4]) and sits in the world-writable directory $dir"
+    set -l uid $out[4]
+    set -ga __cudaenv_warn @FOREIGN{path=$file,uid=$uid,directory=$dir}@
     return 0
 end
 
@@ -252,7 +255,7 @@ function __cudaenv_select
             if string match -qr '^[ -~]*$' -- "$value"
                 set shown (__cudaenv_describe (string escape --style=url -- "$value"))
             end
-            __cudaenv_invalid "CUDAENV_VERSION: invalid version $shown"
+            __cudaenv_invalid @ENV_INVALID{shown=$shown}@
             return 1
         end
         set -g __cudaenv_spec $value
@@ -324,12 +327,13 @@ function __cudaenv_resolve
             return 0
         end
     end
-    set -l origin "set by $__cudaenv_source"
-    test "$__cudaenv_source" = default; and set origin "default: no .cuda-version or global version file"
+    set -l origin @ORIGIN_FILE{source=$__cudaenv_source}@
+    test "$__cudaenv_source" = @ENV_VAR@; and set origin @ORIGIN_ENV@
+    test "$__cudaenv_source" = default; and set origin @ORIGIN_DEFAULT@
     if test "$__cudaenv_spec" = system
-        set -g __cudaenv_err "no system CUDA toolkit found ($origin); install one with 'cudaenv install <version>' and select it with 'cudaenv local <version>'"
+        set -g __cudaenv_err @NO_SYSTEM{origin=$origin}@
     else
-        set -g __cudaenv_err "version '$__cudaenv_spec' ($origin) is not installed; run: cudaenv install $__cudaenv_spec"
+        set -g __cudaenv_err @NOT_INSTALLED{spec=$__cudaenv_spec,origin=$origin}@
     end
     return 127
 end
@@ -367,23 +371,33 @@ function __cudaenv_shared -a r
         test -e "$marker"; and set -g __cudaenv_stale 1
         return 0
     end
-    # Checked whole first: a newline inside would otherwise split an entry in two.
-    set -l bad (string match -qr '[^ -~]' -- "$CUDAENV_SHARED_ROOTS"; and echo 1)
-    for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
-        test -n "$entry"; or continue
-        if test -n "$bad"; or not string match -q -- '/*' "$entry"
-            set -l shown "(a value with control or non-ASCII bytes)"
-            test -z "$bad"; and set shown (__cudaenv_describe (string escape --style=url -- "$entry"))
-            set -g __cudaenv_err "CUDAENV_SHARED_ROOTS: $shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
-            return 1
+    # The setting is checked and normalized once per value, so once per shell:
+    # at each prompt only each store's versions/ is tested and the marker read.
+    if not set -q __cudaenv_shared_checked; or test "$__cudaenv_shared_checked" != "$CUDAENV_SHARED_ROOTS"
+        # Checked whole first: a newline inside would otherwise split an entry in two.
+        set -l bad (string match -qr '[^ -~]' -- "$CUDAENV_SHARED_ROOTS"; and echo 1)
+        set -l list
+        for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
+            test -n "$entry"; or continue
+            if test -n "$bad"; or not string match -q -- '/*' "$entry"
+                set -l shown "(a value with control or non-ASCII bytes)"
+                test -z "$bad"; and set shown (__cudaenv_describe (string escape --style=url -- "$entry"))
+                set -g __cudaenv_err "CUDAENV_SHARED_ROOTS: $shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+                return 1
+            end
+            set -a list (string replace -r '(?<=.)/+$' '' -- "$entry")
         end
-        set entry (string replace -r '(?<=.)/+$' '' -- "$entry")
-        set -a __cudaenv_shared $entry
+        set -g __cudaenv_shared_list $list
+        set -g __cudaenv_shared_joined (string join : -- $list)
+        set -g __cudaenv_shared_checked $CUDAENV_SHARED_ROOTS
+    end
+    set -g __cudaenv_shared $__cudaenv_shared_list
+    for entry in $__cudaenv_shared
         test "$entry/versions" -nt "$r/aliases"; and set -g __cudaenv_stale 1
     end
     set -l built ""
     test -f "$marker"; and read built < "$marker"
-    test "$built" = (string join : -- $__cudaenv_shared); or set -g __cudaenv_stale 1
+    test "$built" = $__cudaenv_shared_joined; or set -g __cudaenv_stale 1
     return 0
 end
 

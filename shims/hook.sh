@@ -8,6 +8,9 @@
 # Warnings (another user's version file ignored) are said once, when the key changes.
 _ce_collect_warn=1
 
+# select-rare.sh is inlined above: nothing to load, unlike in a shim.
+_cudaenv_rare() { :; }
+
 # The user's own values, saved once per shell, restored when no selection applies.
 if [ -z "${_CUDAENV_SAVED-}" ]; then
     _CUDAENV_SAVED=1

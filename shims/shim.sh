@@ -2,12 +2,28 @@
 # cudaenv shim, written by `cudaenv rehash`: selects the CUDA toolkit for the
 # current directory and execs the same-named program from it.
 #
-# Why POSIX sh with everything inlined: /bin/sh is dash on Debian/Ubuntu and
-# starts in a fraction of a millisecond, and this file opens nothing but the
-# version file, /proc/self/fdinfo (NUL detection, see select.sh) and one alias
-# file before the exec. bash would add ~1 ms per call and Python ~20 ms; both
-# matter when a build runs nvcc thousands of times.
+# Why POSIX sh with select.sh inlined: /bin/sh is dash on Debian/Ubuntu and
+# starts in a fraction of a millisecond, and on the common path this file opens
+# nothing but the version file, /proc/self/fdinfo (NUL detection, see
+# select.sh) and one alias file before the exec. bash would add ~1 ms per call
+# and Python ~20 ms; both matter when a build runs nvcc thousands of times.
+# dash parses every function it is given at every call, so the rare paths
+# (errors, `system`, a stale alias table, a program the selected toolkit lacks)
+# live in a second file that the same rehash wrote next to the shims, sourced
+# only when one of them is taken.
 # @SELECT_LIB@
+# The rare half (select-rare.sh and shim-rare.sh), from the absolute path
+# rehash wrote it to: never a file found through the environment. Its name
+# carries a hash of its content, so a shim never sources another version's.
+_cudaenv_rare() {
+    [ -n "${_ce_rare_loaded-}" ] && return 0
+    _ce_rare_loaded=1
+    if [ ! -f @RARE_FILE@ ]; then
+        printf "cudaenv: %s is missing; run 'cudaenv rehash'\n" @RARE_FILE@ >&2
+        exit 1
+    fi
+    . @RARE_FILE@
+}
 _ce_name=${0##*/}
 if ! _cudaenv_select; then
     printf 'cudaenv: %s\n' "$_ce_err" >&2
@@ -20,43 +36,8 @@ _cudaenv_resolve || {
 }
 _ce_target=$_ce_root/bin/$_ce_name
 if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
-    # The selected toolkit lacks this program (another toolkit has it, which
-    # is why the shim exists): run the next one of that name on PATH, as rbenv
-    # does, skipping this shims directory. _CUDAENV_FALLBACK stops a loop
-    # through another store's shim of the same name.
-    if [ "${_CUDAENV_FALLBACK-}" != "$_ce_name" ]; then
-        _cudaenv_root
-        _ce_saved_ifs=$IFS
-        IFS=:
-        set -f
-        for _ce_dir in ${PATH-}; do
-            _ce_dir=${_ce_dir:-.}
-            _ce_next=$_ce_dir/$_ce_name
-            if [ -f "$_ce_next" ] && [ -x "$_ce_next" ] && ! [ "$_ce_next" -ef "$0" ] \
-                && ! [ "$_ce_dir" -ef "$_ce_r/shims" ]; then
-                IFS=$_ce_saved_ifs
-                set +f
-                _CUDAENV_FALLBACK=$_ce_name
-                export _CUDAENV_FALLBACK
-                exec "$_ce_next" "$@"
-            fi
-        done
-        IFS=$_ce_saved_ifs
-        set +f
-    fi
-    printf "cudaenv: '%s' is not in the selected toolkit %s (%s)\n" "$_ce_name" "$_ce_root" "$_ce_origin" >&2
-    # pyenv's hint: which installed toolkits do have it (full-release aliases
-    # and system, as cudaenv.inventory lists them).
-    _cudaenv_root
-    _ce_have=
-    for _ce_alias in "$_ce_r"/aliases/*.*.* "$_ce_r"/aliases/system; do
-        [ -f "$_ce_alias" ] || continue
-        { IFS= read -r _ce_ar && IFS= read -r _ce_rel; } <"$_ce_alias" || continue
-        case ", $_ce_have, " in *", $_ce_rel, "*) continue ;; esac
-        [ -f "$_ce_ar/bin/$_ce_name" ] && [ -x "$_ce_ar/bin/$_ce_name" ] && _ce_have=${_ce_have:+$_ce_have, }$_ce_rel
-    done
-    [ -z "$_ce_have" ] || printf "The '%s' command exists in these toolkits: %s\n" "$_ce_name" "$_ce_have" >&2
-    exit 127
+    _cudaenv_rare
+    _cudaenv_not_in_toolkit "$@"
 fi
 # A toolkit whose bin/ is this shims directory would exec this file forever.
 if [ "$_ce_target" -ef "$0" ] || [ "$_ce_root/bin" -ef "$_ce_r/shims" ]; then

@@ -129,7 +129,123 @@ def test_every_template_token_is_rendered(tmp_path, monkeypatch):
     from cudaenv.versions import MAX_SPEC_LEN
 
     monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
-    texts = {"shim": shims.render_shim(), **{sh: shell.render_init(sh) for sh in shell.SHELLS}}
+    texts = {"shim": shims.render_shim(), "rare": shims.render_rare(),
+             **{sh: shell.render_init(sh) for sh in shell.SHELLS}}
     for who, text in texts.items():
-        assert not re.search(r"@[A-Z_]+@", text), (who, re.findall(r"@[A-Z_]+@", text))
-        assert str(MAX_SPEC_LEN) in text, who
+        assert not re.search(r"@[A-Z_]+[@{]", text), (who, re.findall(r"@[A-Z_]+[@{]", text))
+        assert who == "rare" or str(MAX_SPEC_LEN) in text, who
+
+
+TEMPLATES = ["select.sh", "select-rare.sh", "shim.sh", "shim-rare.sh", "hook.sh", "hook.bash", "hook.zsh",
+             "hook.fish"]
+
+
+def _code_lines(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
+def test_templates_hard_code_no_shared_message_or_constant():
+    """Every message and constant the shell shares with Python is rendered from
+    cudaenv/selection.py and versions.py: no template writes one out itself.
+    A message's fixed text between its fields, and every number, must not
+    appear in a template's code, where a copy could drift from Python's."""
+    import re
+
+    from cudaenv import shims
+
+    facts = shims.shared_facts()
+    assert set(shims.TEMPLATES) == set(TEMPLATES)
+    for name in TEMPLATES:
+        code = _code_lines(shims.template(name))
+        for fact, value in facts.items():
+            if fact == "ENV_VAR":
+                continue  # the variable's own name: shell code reads it as $CUDAENV_VERSION
+            for piece in re.split(r"\{[a-z]+\}", value):
+                piece = piece.strip(" ;:,()'")
+                # Short pieces ("a FIFO", "set by") are words code uses for other things too.
+                if len(piece) >= 12 or (piece.isdigit() and len(piece) > 1):
+                    pattern = rf"(?<![0-9]){re.escape(piece)}(?![0-9])" if piece.isdigit() else re.escape(piece)
+                    assert not re.search(pattern, code), f"{name} hard-codes {fact} ({piece!r}); write @{fact}@"
+
+
+def test_messages_render_as_python_formats_them(tmp_path):
+    """Each message with fields, rendered for sh and for fish and run in the
+    real shell with hostile field values, prints what Python's str.format does."""
+    import shlex
+
+    from cudaenv import shims
+
+    values = {"path": "/p/a b/$x`id`\\'\"*", "what": "a FIFO", "reason": "Permission denied", "uid": "1001",
+              "directory": "/tmp", "source": "/w/.cuda-version", "origin": "set by $HOME", "spec": "13.0",
+              "shown": "'1x'"}
+    for name, template in shims.shared_facts().items():
+        fields = sorted(set(re.findall(r"\{([a-z]+)\}", template))) if (re := __import__("re")) else []
+        if not fields:
+            continue
+        expected = template.format(**{f: values[f] for f in fields})
+        token = "@" + name + "{" + ",".join(f"{f}=$v_{f}" for f in fields) + "}@"
+        sets = "".join(f"v_{f}={shlex.quote(values[f])}\n" for f in fields)
+        sh = subprocess.run(["sh", "-c", sets + "printf '%s\\n' " + shims.fill(token)], capture_output=True,
+                            text=True, timeout=TIMEOUT)
+        assert sh.stdout == expected + "\n", (name, sh.stderr)
+        if shutil.which("fish"):
+            sets = "".join(f"set v_{f} {shims.fish_quote(values[f])}\n" for f in fields)
+            fish = subprocess.run(["fish", "--no-config", "-c", sets + "printf '%s\\n' " + shims.fill(token, fish=True)],
+                                  capture_output=True, text=True, timeout=TIMEOUT)
+            assert fish.stdout == expected + "\n", (name, fish.stderr)
+
+
+def _version_file_corpus() -> list[bytes]:
+    """Version files around every rule the quick pass and the full scan share:
+    comments, CR, blanks and tabs, NUL bytes, long lines, the size and line bounds."""
+    import itertools
+
+    values = [b"13.0", b"13.0.2", b"system", b"1x", b"013", b"13..0", b"1" * 15, b"", b"cuda 13.0"]
+    lines = [b"# c", b"#" + b"x" * 126, b"#" + b"x" * 127, b"#" + b"x" * 128 + b"\r", b"  ", b"\t13.0 # c",
+             b"13.0\r", b"13\x00.0", b"# a\x00b", b"x" * 129, b"\r"]
+    out = []
+    for before, value, after in itertools.product([[], [b"# c"], [b"#" + b"x" * 127], [b"13\x00.0"], [b"  "]],
+                                                  values, [[], [b"# after"], [b"\x00"], [b"junk " * 40]]):
+        out.append(b"\n".join(before + [value] + after) + b"\n")
+        out.append(b"\n".join(before + [value] + after))  # no final newline
+    out += [line + b"\n" + b"12.8\n" for line in lines] + [b"12.8\n" + line for line in lines]
+    out += [b"# c\n" * 31 + b"13.0\n", b"# c\n" * 32 + b"13.0\n", b"# c\n" * 31 + b"13.0",
+            b"#" + b"x" * 2040 + b"\n13.0\n", b"13.0\n" + b"#" * 2042 + b"\n", b"13.0\n" + b"#" * 2043 + b"\n"]
+    return out
+
+
+@pytest.mark.parametrize("sh", ["dash", "bash"])
+def test_quick_pass_agrees_with_the_full_scan(sh, tmp_path, monkeypatch):
+    """The shim's quick pass over a version file (select.sh) may only settle
+    what the full scan (select-rare.sh) would select, at the same line; on
+    anything else it must leave the file to the full scan."""
+    if not shutil.which(sh):
+        pytest.skip(f"{sh} is not installed")
+    from cudaenv import shims
+
+    monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
+    files = []
+    for i, data in enumerate(_version_file_corpus()):
+        f = tmp_path / f"v{i}" / ".cuda-version"
+        f.parent.mkdir()
+        f.write_bytes(data)
+        files.append(f)
+    script = shims.render_select() + '''
+_cudaenv_rare() { :; }
+for f in "$@"; do
+    _ce_spec= _ce_line=
+    if _cudaenv_quick_fd9 9<"$f"; then quick="$_ce_spec@$_ce_line"; else quick=-; fi
+    _ce_spec= _ce_line=
+    _cudaenv_scan_fd9 "$f" 9<"$f" && full="$_ce_spec@$_ce_line" || full="error $?"
+    printf '%s|%s|%s\\n' "$f" "$quick" "$full"
+done
+'''
+    p = subprocess.run([sh, "-c", script, "sh"] + [str(f) for f in files], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split("|") for line in p.stdout.splitlines()]
+    assert len(rows) == len(files)
+    settled = [r for r in rows if r[1] != "-"]
+    assert [r for r in settled if r[1] != r[2]] == []
+    # The quick pass settles the common files, so the shim rarely needs its rare half.
+    assert len(settled) > len(files) // 5

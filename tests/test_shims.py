@@ -33,6 +33,14 @@ def store(tmp_path):
     return root, env, cwd
 
 
+def shim_names(root) -> list[str]:
+    """The shims directory's listing without the one rare half every rehash writes there."""
+    names = sorted(os.listdir(root / "shims"))
+    rare = [n for n in names if n.startswith(".cudaenv-rare-")]
+    assert len(rare) == 1, names
+    return [n for n in names if n not in rare]
+
+
 def run_shim(root, name, env, cwd, *args):
     return subprocess.run([str(root / "shims" / name), *args], env=env, cwd=cwd, capture_output=True, text=True)
 
@@ -163,7 +171,7 @@ def test_rehash_removes_stale_shims_and_reports(tmp_path):
     (tk / "bin" / "ptxas").unlink()
     p = cudaenv(env, "rehash")
     assert p.returncode == 0 and "3 shims in" in p.stdout
-    assert sorted(os.listdir(root / "shims")) == ["fatbinary", "nvcc", "nvlink"]
+    assert shim_names(root) == ["fatbinary", "nvcc", "nvlink"]
     assert cudaenv(env, "rehash", "--quiet").stdout == ""
 
 
@@ -178,7 +186,7 @@ def test_concurrent_rehash(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(4)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0, 0], outs
-    names = sorted(os.listdir(root / "shims"))
+    names = shim_names(root)
     assert names == sorted(["nvcc"] + [f"tool{j}" for j in range(40)])  # no temp files left
     body = (root / "shims" / "nvcc").read_bytes()
     assert all((root / "shims" / n).read_bytes() == body for n in names)
@@ -246,7 +254,7 @@ def test_only_toolkit_programs_get_shims(tmp_path):
     assert p.returncode == 0, p.stderr
     import json
     assert json.loads(p.stdout)["shims"] == ["cuobjdump", "fatbinary", "nvcc", "nvlink", "ptxas"]
-    assert sorted(os.listdir(root / "shims")) == ["cuobjdump", "fatbinary", "nvcc", "nvlink", "ptxas"]
+    assert shim_names(root) == ["cuobjdump", "fatbinary", "nvcc", "nvlink", "ptxas"]
     # The same after the implicit rehash of `versions`.
     assert cudaenv(env, "versions").returncode == 0
     assert "sudo" not in os.listdir(root / "shims")
@@ -321,3 +329,77 @@ def test_toolkit_programs_data_is_generated():
     data = json.loads((repo / "cudaenv" / "data" / "toolkit_programs.json").read_text())
     assert {"nvcc", "ptxas", "nvlink", "fatbinary", "cuobjdump", "compute-sanitizer"} <= set(data["programs"])
     assert not {"gcc", "g++", "python3", "sudo", "nvidia-smi", "cicc"} & set(data["programs"])
+
+
+def _opened(root, env, cwd, name="nvcc"):
+    """(exit status, the files the shim's process opened), by strace."""
+    p = subprocess.run(["strace", "-e", "trace=open,openat", "-qq", str(root / "shims" / name)], env=env, cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    opened = [line.split('"')[1] for line in p.stderr.splitlines() if line.startswith(("open(", "openat(")) and '"' in line]
+    return p.returncode, opened
+
+
+def test_common_path_never_opens_the_rare_half_and_rare_paths_do(store):
+    """A valid .cuda-version and an alias lookup run from the shim alone; an
+    error, `system`, .tool-versions or a program the toolkit lacks source the
+    rare half, from the shims directory that rehash wrote it to."""
+    import shutil
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    root, env, cwd = store
+    rare = [n for n in os.listdir(root / "shims") if n.startswith(".cudaenv-rare-")]
+    rare_path = str(root / "shims" / rare[0])
+    status, opened = _opened(root, env, cwd)
+    assert status == 0
+    assert rare_path not in opened and not [f for f in opened if "cudaenv-rare" in f], opened
+    assert f"{root}/aliases/12.8" in opened
+    (cwd / ".tool-versions").write_text("cuda 13.0\n")
+    for run_env, want in ((dict(env, CUDAENV_VERSION="13.0"), 0), (dict(env, CUDAENV_VERSION="1x"), 1),
+                          (dict(env, CUDAENV_VERSION="12.4"), 127), (dict(env, CUDAENV_VERSION="system"), 127),
+                          (env, 0)):
+        status, opened = _opened(root, run_env, cwd)
+        assert status == want, run_env.get("CUDAENV_VERSION")
+        assert (rare_path in opened) == (want != 0 or run_env is env), (run_env.get("CUDAENV_VERSION"), opened)
+
+
+def test_rare_half_is_the_one_rehash_wrote(store, tmp_path):
+    """The shim sources its rare half by the absolute path rehash wrote it to:
+    never one found through CUDAENV_ROOT or the current directory."""
+    root, env, cwd = store
+    rare = [n for n in os.listdir(root / "shims") if n.startswith(".cudaenv-rare-")][0]
+    assert not os.access(root / "shims" / rare, os.X_OK)  # not a command on PATH
+    shim = (root / "shims" / "nvcc").read_text()
+    assert f"{root}/shims/{rare}" in shim
+    # Another store holding a planted file of the same name, selected by the environment.
+    other = tmp_path / "other"
+    marker = tmp_path / "pwned"
+    for d in (other / "shims", cwd):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / rare).write_text(f"touch {marker}\n")
+    p = run_shim(root, "nvcc", dict(env, CUDAENV_ROOT=str(other), CUDAENV_VERSION="12.4"), cwd)
+    assert p.returncode == 127 and "is not installed" in p.stderr
+    assert not marker.exists()
+    # Gone (a store copied without its hidden files): one line that says what to do, no shell noise.
+    (root / "shims" / rare).unlink()
+    p = run_shim(root, "nvcc", dict(env, CUDAENV_VERSION="12.4"), cwd)
+    assert p.returncode == 1
+    assert p.stderr == f"cudaenv: {root}/shims/{rare} is missing; run 'cudaenv rehash'\n"
+    assert run_shim(root, "nvcc", env, cwd).returncode == 0  # the common path does not need it
+    assert cudaenv(env, "rehash").returncode == 0
+    assert run_shim(root, "nvcc", dict(env, CUDAENV_VERSION="12.4"), cwd).returncode == 127
+
+
+def test_rehash_replaces_the_rare_half_of_another_version(store, monkeypatch):
+    """A rehash after an upgrade writes the new rare half and its shims, then
+    removes the old one: exactly one is left, the one every shim names."""
+    root, env, cwd = store
+    old = root / "shims" / ".cudaenv-rare-0000000000000000.sh"
+    old.write_text("exit 99\n")
+    assert cudaenv(env, "rehash").returncode == 0
+    names = shim_names(root)
+    assert not old.exists()
+    rare = [n for n in os.listdir(root / "shims") if n.startswith(".cudaenv-rare-")][0]
+    from cudaenv import shims
+    monkeypatch.setenv("CUDAENV_ROOT", str(root))
+    assert rare == shims.rare_name(shims.render_rare())
+    assert all(f"/shims/{rare}" in (root / "shims" / n).read_text() for n in names)

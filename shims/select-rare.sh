@@ -1,0 +1,374 @@
+# The rarely taken paths of cudaenv's shell selection (see select.sh): every
+# error and its message, .tool-versions, version files in sticky directories or
+# with NUL bytes, `system`, and an alias table that is stale for a hand edit
+# or a shared store. The hooks inline this file after select.sh; a shim
+# sources it, as `cudaenv rehash` wrote it next to the shims, only when one of
+# these paths is taken. Same rules and same safety as select.sh.
+
+_ce_allowed=@ALLOWED@
+
+# A grammar error: what is wrong, and what would be right.
+_cudaenv_invalid() {
+    _ce_err="$1; allowed are $_ce_allowed"
+}
+
+# A bounded, printable rendering of an untrusted value (like versions.describe).
+_cudaenv_describe() {
+    case $1 in
+        *[!"$_ce_printable"]*) _ce_shown="(a value with control or non-ASCII bytes)" ;;
+        *)
+            if [ ${#1} -gt 40 ]; then
+                _ce_shown=$1
+                while [ ${#_ce_shown} -gt 40 ]; do _ce_shown=${_ce_shown%?}; done
+                _ce_shown="'$_ce_shown...'"
+            else
+                _ce_shown="'$1'"
+            fi
+            ;;
+    esac
+}
+
+# The origin of the selection, into _ce_origin: "set by ..." for messages.
+_cudaenv_origin() {
+    case $_ce_source in
+        CUDAENV_VERSION) _ce_origin=@ORIGIN_ENV@ ;;
+        default) _ce_origin=@ORIGIN_DEFAULT@ ;;
+        *) _ce_origin=@ORIGIN_FILE{source=$_ce_source}@ ;;
+    esac
+}
+
+# Version files are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (the
+# whole file, as cudaenv/selection.py reads it): reading stops as soon as
+# either is passed, so no file costs more than that to look at.
+_cudaenv_too_large() {
+    _ce_err=@TOO_LARGE{path=$1}@
+}
+
+# Read the version file $1 (already opened on fd 9 by the caller), all of it up
+# to the bound. Sets _ce_spec and _ce_line, or _ce_err and returns 1. Lines up
+# to the value are checked; what follows only counts towards the size.
+# With $2 = tool, $1 is a .tool-versions: only its `cuda <version>` line counts,
+# and a file without one returns 2 (the walk up goes on, as asdf's does).
+# With $3 = careful, each line's length comes from the file offset (slower, one
+# more read per line): used only when the fast pass found bytes that `read`
+# dropped, to tell which line holds the NUL.
+_cudaenv_scan_fd9() {
+    local LC_ALL=C  # bash/zsh: ${#x} counts bytes, not characters
+    local line value rest nl len count=0 lineno=0 err= spec= at= quick=
+    # Lengths from `read` are exact where NUL bytes are not dropped (zsh), or
+    # checked against the offset at the end (the fast pass of dash and bash).
+    [ "${3-}" != careful ] && [ -z "${_ce_nul-}" ] && quick=1
+    while :; do
+        nl=1
+        _cudaenv_line9 $((@MAX_BYTES@ + 1 - count)) || nl=0
+        line=$_ce_l
+        if [ "${3-}" = careful ]; then
+            _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
+            # At the end of the file, a last line of only NUL bytes reads as empty.
+            [ $nl = 0 ] && [ -z "$line" ] && [ "$_ce_pos" = "$count" ] && break
+            len=$((_ce_pos - count - nl))
+            count=$_ce_pos
+        else
+            [ $nl = 0 ] && [ -z "$line" ] && break
+            len=${#line}
+            count=$((count + len + nl))
+        fi
+        lineno=$((lineno + 1))
+        if [ $count -gt @MAX_BYTES@ ] || [ $lineno -gt @MAX_LINES@ ]; then
+            _cudaenv_too_large "$1"
+            return 1
+        fi
+        # Decided already: the rest only counts towards the size.
+        [ -n "$err$spec" ] && { [ $nl = 1 ] && continue || break; }
+        # A whole-line comment within the length limit needs nothing more in
+        # the fast pass (the common line before the value): a NUL byte dropped
+        # from it shows in the offset check after the loop.
+        case $line in
+            '#'*) [ -n "$quick" ] && [ $len -le @MAX_LINE@ ] && { [ $nl = 1 ] && continue || break; } ;;
+        esac
+        rest=${line%"$_ce_cr"}
+        [ "$rest" != "$line" ] && len=$((len - 1))
+        if [ $len -gt @MAX_LINE@ ]; then
+            _cudaenv_invalid "$1:$lineno: "@LINE_TOO_LONG@
+            err=$_ce_err
+        # A byte went missing (dash, bash), or zsh kept the NUL in the value.
+        elif [ ${#rest} -ne $len ] || { [ -n "${_ce_nul-}" ] && _cudaenv_has_nul "$line"; }; then
+            _cudaenv_invalid "$1:$lineno: "@NUL_BYTE@
+            err=$_ce_err
+        else
+            value=${rest%%#*}
+            _cudaenv_trim "$value"
+            value=$_ce_trimmed
+            if [ "${2-}" = tool ]; then
+                case $value in
+                    cuda)
+                        _cudaenv_invalid "$1:$lineno: "@NO_CUDA_VERSION@
+                        err=$_ce_err
+                        value= ;;
+                    cuda[" $_ce_tab"]*)
+                        _cudaenv_trim "${value#cuda}"
+                        value=${_ce_trimmed%%[" $_ce_tab"]*} ;;
+                    *) value= ;;
+                esac
+            fi
+            if [ -z "$value" ]; then
+                :
+            elif ! _cudaenv_valid_spec "$value"; then
+                _cudaenv_describe "$value"
+                _cudaenv_invalid "$1:$lineno: "@INVALID_VERSION{shown=$_ce_shown}@
+                err=$_ce_err
+            else
+                spec=$value
+                at=$lineno
+            fi
+        fi
+        [ $nl = 1 ] || break
+    done
+    # dash and bash drop NUL bytes: if the offset is past the bytes counted,
+    # read again, carefully, to find the line that holds one (zsh keeps them).
+    if [ "${3-}" != careful ] && [ -z "${_ce_nul-}" ]; then
+        _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
+        if [ "$_ce_pos" != "$count" ]; then
+            _cudaenv_scan_fd9 "$1" "${2-}" careful 9<"$1"
+            return
+        fi
+    fi
+    if [ -n "$err" ]; then
+        _ce_err=$err
+        return 1
+    fi
+    if [ -n "$spec" ]; then
+        _ce_spec=$spec
+        _ce_line=$at
+        return 0
+    fi
+    if [ "${2-}" = tool ]; then
+        _cudaenv_invalid "$1: "@NO_CUDA_LINE@
+        return 2
+    fi
+    _cudaenv_invalid "$1: "@NO_VERSION@
+    return 1
+}
+
+# zsh keeps NUL bytes in variables; the zsh hook sets _ce_nul to one.
+_cudaenv_has_nul() {
+    case $1 in *"$_ce_nul"*) return 0 ;; esac
+    return 1
+}
+
+# A version file must be a regular file: say what $1 is instead. Tested before
+# opening it, so a FIFO is never opened (that would wait for a writer).
+_cudaenv_not_regular() {
+    local what=@KIND_OTHER@
+    if [ -h "$1" ] && [ ! -e "$1" ]; then
+        what=@KIND_DANGLING@
+    elif [ -d "$1" ]; then
+        what=@KIND_DIRECTORY@
+    elif [ -p "$1" ]; then
+        what=@KIND_FIFO@
+    elif [ -c "$1" ] || [ -b "$1" ]; then
+        what=@KIND_DEVICE@
+    elif [ -S "$1" ]; then
+        what=@KIND_SOCKET@
+    fi
+    _ce_err=@NOT_REGULAR{path=$1,what=$what}@
+}
+
+# The whole reading of version file $1, for every case _cudaenv_read_version
+# (select.sh) does not settle in its quick pass.
+_cudaenv_read_slow() {
+    if [ ! -f "$1" ]; then
+        _cudaenv_not_regular "$1"
+        return 1
+    fi
+    if [ ! -r "$1" ]; then
+        local reason="Permission denied"
+        _ce_err=@UNREADABLE{path=$1,reason=$reason}@
+        return 1
+    fi
+    case $1 in
+        */.tool-versions) _cudaenv_scan_fd9 "$1" tool 9<"$1" ;;
+        *) _cudaenv_scan_fd9 "$1" 9<"$1" ;;
+    esac
+}
+
+# Is version file $2 in directory $1 one to ignore: another user's (not root's)
+# in a world-writable sticky directory such as /tmp, where anyone can put one?
+# Warns (see below). Called only for a sticky directory (the caller's -k test);
+# a file that is not plainly ours costs one `stat` process, as no shell
+# builtin tells a file's owner.
+_cudaenv_foreign() {
+    local dir file out
+    dir=${1:-/}
+    file=$2
+    [ -k "$dir" ] || return 1
+    [ -O "$file" ] && [ ! -h "$file" ] && return 1
+    # The owner of /proc/self is our effective user.
+    out=$(command stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null) || return 1
+    set -- $out
+    [ $# = 6 ] || return 1
+    case $1 in *[2367]) ;; *) return 1 ;; esac  # the "others" digit has the write bit
+    [ "$4" = 0 ] || [ "$4" = "$6" ] && return 1
+    out=@FOREIGN{path=$file,uid=$4,directory=$dir}@
+    # A shim says so at once; the prompt hook collects it, to say it once and not at every prompt.
+    if [ -n "${_ce_collect_warn-}" ]; then
+        _ce_warn="${_ce_warn:+$_ce_warn
+}$out"
+    else
+        printf '%s\n' "$out" >&2
+    fi
+    return 0
+}
+
+# The version file in directory $1 (which holds a .cuda-version or a
+# .tool-versions) into _ce_file, status 0; status 1 when there is none to use
+# here and the walk up goes on: a .tool-versions without a cuda line, or only
+# files another user planted in a sticky directory.
+_cudaenv_find_in() {
+    local f
+    # Only a sticky directory (-k) can hold a file to ignore.
+    f=$1/.cuda-version
+    if [ -e "$f" -o -h "$f" ] && { [ ! -k "${1:-/}" ] || ! _cudaenv_foreign "$1" "$f"; }; then
+        _ce_file=$f
+        return 0
+    fi
+    f=$1/.tool-versions
+    if [ -e "$f" -o -h "$f" ] && { [ ! -k "${1:-/}" ] || ! _cudaenv_foreign "$1" "$f"; }; then
+        _cudaenv_read_version "$f"
+        if [ $? != 2 ]; then
+            _ce_file=$f
+            return 0
+        fi
+    fi
+    return 1
+}
+
+# `system`: the toolkit the user's shell has right now, into _ce_root: conda,
+# then the first toolkit bin/ on PATH. Status 1 when there is none (the alias
+# table's `system` entry comes next).
+_cudaenv_system_root() {
+    local entry dir added IFS=: noglob
+    added=${CUDAENV_PATH_ENTRY:-$_ce_r}
+    if [ -n "${CONDA_PREFIX-}" ] && [ -x "$CONDA_PREFIX/bin/nvcc" ]; then
+        _ce_root=$CONDA_PREFIX
+        return 0
+    fi
+    _cudaenv_list_without "${PATH-}" ""
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set -f
+    for entry in $_ce_list; do
+        while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
+        # A relative entry names another directory in every cwd (a cloned
+        # repository's bin/ among them): never a toolkit root, as in discover.py.
+        case $entry in
+            '' | [!/]* | "$_ce_r" | "$_ce_r"/* | "$added") continue ;;
+        esac
+        # A toolkit's bin/, not a wrapper such as /usr/local/bin/nvcc:
+        # its parent must hold the runtime headers (as discover.py checks).
+        if [ -f "$entry/nvcc" ] && [ -x "$entry/nvcc" ] && [ -f "$entry/../include/cuda_runtime.h" ]; then
+            case $entry in
+                */*) dir=${entry%/*} ;;
+                *) dir=. ;;
+            esac
+            _ce_root=${dir:-/}
+            break
+        fi
+    done
+    [ -n "$noglob" ] || set +f
+    [ -n "$_ce_root" ]
+}
+
+# No toolkit for _ce_spec: the error, status 127 (as cudaenv.selection.locate).
+_cudaenv_not_installed() {
+    _cudaenv_origin
+    if [ "$_ce_spec" = system ]; then
+        _ce_err=@NO_SYSTEM{origin=$_ce_origin}@
+    else
+        _ce_err=@NOT_INSTALLED{spec=$_ce_spec,origin=$_ce_origin}@
+    fi
+    return 127
+}
+
+# The newest managed toolkit in versions/ that _ce_spec matches, into
+# _ce_root, ranked as cudaenv.aliases.build ranks them; status 1 when none
+# does. Only X.Y.Z directory names without leading zeros count, as in
+# store.managed_toolkits.
+_cudaenv_scan_versions() {
+    local d rel rest maj min pat bmaj=-1 bmin=-1 bpat=-1 best= noglob
+    [ "$_ce_spec" = system ] && return 1
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set +f
+    for d in "$_ce_r"/versions/*; do
+        rel=${d##*/}
+        case $rel in
+            *[!0-9.]* | .* | *. | *..* | 0[0-9]* | *.0[0-9]*) continue ;;
+        esac
+        maj=${rel%%.*}
+        rest=${rel#*.}
+        case $rest in "$rel" | *.*.*) continue ;; *.*) ;; *) continue ;; esac
+        min=${rest%%.*}
+        pat=${rest#*.}
+        case $_ce_spec in "$rel" | "$maj.$min" | "$maj") ;; *) continue ;; esac
+        [ -d "$d/bin" ] || continue
+        if [ "$maj" -gt "$bmaj" ] || { [ "$maj" -eq "$bmaj" ] && { [ "$min" -gt "$bmin" ] ||
+            { [ "$min" -eq "$bmin" ] && [ "$pat" -gt "$bpat" ]; }; }; }; then
+            best=$d bmaj=$maj bmin=$min bpat=$pat
+        fi
+    done
+    [ -z "$noglob" ] || set -f
+    [ -n "$best" ] || return 1
+    _ce_root=$best
+}
+
+# CUDAENV_SHARED_ROOTS holds a bad entry (_cudaenv_shared found one): the
+# error names the first.
+_cudaenv_shared_bad() {
+    local entry noglob IFS=:
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set -f
+    for entry in $CUDAENV_SHARED_ROOTS; do
+        case $entry in
+            '') ;;
+            [!/]* | *[!"$_ce_printable"]*) break ;;
+        esac
+    done
+    [ -n "$noglob" ] || set +f
+    _cudaenv_describe "$entry"
+    _ce_err="CUDAENV_SHARED_ROOTS: $_ce_shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+}
+
+# Alias file $1 into _ce_root and _ce_aorigin (its third line); status 1 when
+# it is missing or names no toolkit.
+_cudaenv_alias_entry() {
+    _ce_root=
+    _ce_aorigin=
+    [ -f "$1" ] || return 1
+    { IFS= read -r _ce_root && IFS= read -r _ce_aorigin && IFS= read -r _ce_aorigin; } <"$1" || return 1
+    [ -n "$_ce_root" ] && [ -d "$_ce_root/bin" ]
+}
+
+# The user's table is stale for a shared store: look _ce_spec up store by
+# store, in the order the table is built: the user's own install, then each
+# shared store's own table (its managed toolkits only: what its owner found
+# elsewhere on their machine is not this one's), then what discovery found
+# here. Only after an admin's change, until the user's next rehash.
+_cudaenv_resolve_stale() {
+    local entry found= noglob IFS
+    _cudaenv_alias_entry "$_ce_r/aliases/$_ce_spec" && [ "$_ce_aorigin" = cudaenv ] && return 0
+    case $- in *f*) noglob=1 ;; *) noglob= ;; esac
+    set -f
+    IFS=:
+    for entry in $_ce_shared; do
+        _cudaenv_alias_entry "$entry/aliases/$_ce_spec" && [ "$_ce_aorigin" = cudaenv ] && { found=1; break; }
+    done
+    [ -n "$noglob" ] || set +f
+    [ -n "$found" ] && return 0
+    if _cudaenv_alias_entry "$_ce_r/aliases/$_ce_spec"; then
+        case $_ce_aorigin in
+            cudaenv | "shared: "*) ;;
+            *) return 0 ;;
+        esac
+    fi
+    _ce_root=
+    return 1
+}
