@@ -74,12 +74,16 @@ def with_program(name: str) -> list[Installed]:
     return [t for t in installed() if t.has_program(name)]
 
 
+# pyenv's wording; the shim's rare half prints the same (cudaenv.shims.shared_facts).
+EXISTS_IN = "The '{name}' command exists in these toolkits: {releases}"
+
+
 def exists_in_hint(name: str) -> str | None:
     """pyenv's hint: the other toolkits that do have a program, or None."""
     found = with_program(name)
     if not found:
         return None
-    return f"The '{name}' command exists in these toolkits: " + ", ".join(t.release for t in found)
+    return EXISTS_IN.format(name=name, releases=", ".join(t.release for t in found))
 
 
 def latest(spec: Spec, releases) -> str | None:

@@ -28,6 +28,8 @@ from . import store
 VARIABLE = "CUDAENV_SHARED_ROOTS"
 MARKER = ".shared-roots"  # in aliases/: the normalized list the table was built for
 ALLOWED = "absolute paths of cudaenv stores (printable ASCII), separated by colons"
+# Rendered into the shell templates too (cudaenv.shims.shared_facts).
+NOT_ABSOLUTE = f"{VARIABLE}: {{shown}} is not an absolute path; allowed are {ALLOWED}"
 ORIGIN_PREFIX = "shared: "
 
 
@@ -48,10 +50,10 @@ def normalized(env=None) -> str:
         if not entry:
             continue
         if not entry.startswith("/") or not _printable_ascii(entry):
-            from .versions import describe
+            from .versions import UNPRINTABLE, describe
 
-            shown = describe(entry) if _printable_ascii(entry) else "(a value with control or non-ASCII bytes)"
-            raise InvalidSharedRoots(f"{VARIABLE}: {shown} is not an absolute path; allowed are {ALLOWED}")
+            shown = describe(entry) if _printable_ascii(entry) else UNPRINTABLE
+            raise InvalidSharedRoots(NOT_ABSOLUTE.format(shown=shown))
         entries.append(entry.rstrip("/") or "/")
     return ":".join(entries)
 

@@ -42,7 +42,11 @@ SELECTION_FACTS = ("MAX_LINE", "MAX_BYTES", "MAX_LINES", "ENV_VAR", "LINE_TOO_LO
                    "NOT_REGULAR", "KIND_DANGLING", "KIND_DIRECTORY", "KIND_FIFO", "KIND_DEVICE", "KIND_SOCKET",
                    "KIND_OTHER", "FOREIGN", "ORIGIN_ENV", "ORIGIN_DEFAULT", "ORIGIN_FILE", "NOT_INSTALLED",
                    "NO_SYSTEM")
-VERSIONS_FACTS = ("ALLOWED", "MAX_SPEC_LEN")
+VERSIONS_FACTS = ("ALLOWED", "MAX_SPEC_LEN", "UNPRINTABLE")
+# Facts of the modules that own a setting or a command's wording: (module, Python name, template name).
+OTHER_FACTS = (("store", "VERSION_FILE_NOT_ABSOLUTE", "VERSION_FILE_NOT_ABSOLUTE"),
+               ("shared_roots", "NOT_ABSOLUTE", "SHARED_NOT_ABSOLUTE"),
+               ("inventory", "EXISTS_IN", "EXISTS_IN"))
 # Every shell template; tests check that none writes out a shared fact itself.
 TEMPLATES = ("select.sh", "select-rare.sh", "shim.sh", "shim-rare.sh", "hook.sh", "hook.bash", "hook.zsh", "hook.fish")
 
@@ -52,10 +56,14 @@ def shared_facts() -> dict[str, str]:
     grammar's wording and the spec length, the version-file bounds, and every
     message the shell's selection can print. One source, so select.sh,
     select-rare.sh and hook.fish cannot drift from selection.py and versions.py."""
+    import importlib
+
     from . import selection, versions
 
     facts = {name: getattr(selection, name) for name in SELECTION_FACTS}
     facts.update((name, getattr(versions, name)) for name in VERSIONS_FACTS)
+    for module, attr, name in OTHER_FACTS:
+        facts[name] = getattr(importlib.import_module(f".{module}", __package__), attr)
     return {name: str(value) for name, value in facts.items()}
 
 
@@ -121,7 +129,7 @@ def render_select() -> str:
 
 def render_rare() -> str:
     """The file a shim sources for its rare paths (select-rare.sh, shim-rare.sh)."""
-    return _strip_comment_lines("#!/bin/sh\n" + _render_sh("select-rare.sh") + template("shim-rare.sh"))
+    return _strip_comment_lines("#!/bin/sh\n" + _render_sh("select-rare.sh") + _render_sh("shim-rare.sh"))
 
 
 def rare_name(rare: str) -> str:

@@ -55,6 +55,12 @@ class StoreNotWritable(StoreError, AccessError):
 _REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
+# A relative path setting; the shell templates render the global version file's
+# case from it (VERSION_FILE_NOT_ABSOLUTE, cudaenv.shims.shared_facts).
+NOT_ABSOLUTE = "{name} must be an absolute path, not {shown}"
+VERSION_FILE_NOT_ABSOLUTE = NOT_ABSOLUTE.replace("{name}", "CUDAENV_VERSION_FILE")
+
+
 def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
     """A path setting from the environment. A relative one would name a
     different place in every directory (and the shims, run from anywhere,
@@ -68,7 +74,7 @@ def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
     if not path.is_absolute():
         from .versions import describe
 
-        raise StoreError(f"{name} must be an absolute path, not {describe(value)}")
+        raise StoreError(NOT_ABSOLUTE.format(name=name, shown=describe(value)))
     return path
 
 

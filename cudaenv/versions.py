@@ -98,6 +98,10 @@ class Spec:
         return self.text
 
 
+# How an error message shows a value it must not print: control or non-ASCII bytes.
+UNPRINTABLE = "(a value with control or non-ASCII bytes)"
+
+
 def describe(value: str) -> str:
     """A printable, bounded rendering of an untrusted value for error messages."""
     shown = value if len(value) <= 40 else value[:40] + "..."

@@ -54,7 +54,7 @@ end
 # A bounded, printable rendering of an escaped value (like versions.describe).
 function __cudaenv_describe -a escaped
     if string match -qr '%([01][0-9A-F]|7F|[89A-F][0-9A-F])' -- "$escaped"
-        echo "(a value with control or non-ASCII bytes)"
+        echo @UNPRINTABLE@
         return
     end
     set -l text (string unescape --style=url -- "$escaped")
@@ -251,7 +251,7 @@ function __cudaenv_select
     if test -n "$value"
         set -g __cudaenv_source CUDAENV_VERSION
         if not __cudaenv_valid_spec "$value"
-            set -l shown "(a value with control or non-ASCII bytes)"
+            set -l shown @UNPRINTABLE@
             if string match -qr '^[ -~]*$' -- "$value"
                 set shown (__cudaenv_describe (string escape --style=url -- "$value"))
             end
@@ -265,11 +265,11 @@ function __cudaenv_select
     set -l file $__cudaenv_file
     if test -z "$file"
         if not set file (__cudaenv_global_file)
-            set -l shown "(a value with control or non-ASCII bytes)"
+            set -l shown @UNPRINTABLE@
             if string match -qr '^[ -~]*$' -- "$file"
                 set shown (__cudaenv_describe (string escape --style=url -- "$file"))
             end
-            set -g __cudaenv_err "CUDAENV_VERSION_FILE must be an absolute path, not $shown"
+            set -g __cudaenv_err @VERSION_FILE_NOT_ABSOLUTE{shown=$shown}@
             return 1
         end
         if not __cudaenv_exists "$file"
@@ -380,9 +380,9 @@ function __cudaenv_shared -a r
         for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
             test -n "$entry"; or continue
             if test -n "$bad"; or not string match -q -- '/*' "$entry"
-                set -l shown "(a value with control or non-ASCII bytes)"
+                set -l shown @UNPRINTABLE@
                 test -z "$bad"; and set shown (__cudaenv_describe (string escape --style=url -- "$entry"))
-                set -g __cudaenv_err "CUDAENV_SHARED_ROOTS: $shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+                set -g __cudaenv_err @SHARED_NOT_ABSOLUTE{shown=$shown}@
                 return 1
             end
             set -a list (string replace -r '(?<=.)/+$' '' -- "$entry")

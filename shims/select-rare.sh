@@ -15,7 +15,7 @@ _cudaenv_invalid() {
 # A bounded, printable rendering of an untrusted value (like versions.describe).
 _cudaenv_describe() {
     case $1 in
-        *[!"$_ce_printable"]*) _ce_shown="(a value with control or non-ASCII bytes)" ;;
+        *[!"$_ce_printable"]*) _ce_shown=@UNPRINTABLE@ ;;
         *)
             if [ ${#1} -gt 40 ]; then
                 _ce_shown=$1
@@ -334,7 +334,7 @@ _cudaenv_shared_bad() {
     done
     [ -n "$noglob" ] || set +f
     _cudaenv_describe "$entry"
-    _ce_err="CUDAENV_SHARED_ROOTS: $_ce_shown is not an absolute path; allowed are absolute paths of cudaenv stores (printable ASCII), separated by colons"
+    _ce_err=@SHARED_NOT_ABSOLUTE{shown=$_ce_shown}@
 }
 
 # Alias file $1 into _ce_root and _ce_aorigin (its third line); status 1 when

@@ -50,7 +50,7 @@ _cudaenv_global_file() {
     esac
     _cudaenv_rare
     _cudaenv_describe "$CUDAENV_VERSION_FILE"
-    _ce_err="CUDAENV_VERSION_FILE must be an absolute path, not $_ce_shown"
+    _ce_err=@VERSION_FILE_NOT_ABSOLUTE{shown=$_ce_shown}@
     return 1
 }
 

@@ -38,6 +38,6 @@ _cudaenv_not_in_toolkit() {
         case ", $_ce_have, " in *", $_ce_rel, "*) continue ;; esac
         [ -f "$_ce_ar/bin/$_ce_name" ] && [ -x "$_ce_ar/bin/$_ce_name" ] && _ce_have=${_ce_have:+$_ce_have, }$_ce_rel
     done
-    [ -z "$_ce_have" ] || printf "The '%s' command exists in these toolkits: %s\n" "$_ce_name" "$_ce_have" >&2
+    [ -z "$_ce_have" ] || printf '%s\n' @EXISTS_IN{name=$_ce_name,releases=$_ce_have}@ >&2
     exit 127
 }

@@ -146,7 +146,8 @@ def _code_lines(text: str) -> str:
 
 def test_templates_hard_code_no_shared_message_or_constant():
     """Every message and constant the shell shares with Python is rendered from
-    cudaenv/selection.py and versions.py: no template writes one out itself.
+    cudaenv/selection.py, versions.py and the modules that own a setting's or a
+    command's wording (shims.OTHER_FACTS): no template writes one out itself.
     A message's fixed text between its fields, and every number, must not
     appear in a template's code, where a copy could drift from Python's."""
     import re
@@ -162,6 +163,8 @@ def test_templates_hard_code_no_shared_message_or_constant():
                 continue  # the variable's own name: shell code reads it as $CUDAENV_VERSION
             for piece in re.split(r"\{[a-z]+\}", value):
                 piece = piece.strip(" ;:,()'")
+                if re.fullmatch(r"CUDAENV_[A-Z_]+", piece):
+                    continue  # a setting's own name: shell code reads it as $CUDAENV_...
                 # Short pieces ("a FIFO", "set by") are words code uses for other things too.
                 if len(piece) >= 12 or (piece.isdigit() and len(piece) > 1):
                     pattern = rf"(?<![0-9]){re.escape(piece)}(?![0-9])" if piece.isdigit() else re.escape(piece)
@@ -177,7 +180,7 @@ def test_messages_render_as_python_formats_them(tmp_path):
 
     values = {"path": "/p/a b/$x`id`\\'\"*", "what": "a FIFO", "reason": "Permission denied", "uid": "1001",
               "directory": "/tmp", "source": "/w/.cuda-version", "origin": "set by $HOME", "spec": "13.0",
-              "shown": "'1x'"}
+              "shown": "'1x'", "name": "cuobj$dump`id`", "releases": "12.8.1, 13.0.2"}
     for name, template in shims.shared_facts().items():
         fields = sorted(set(re.findall(r"\{([a-z]+)\}", template))) if (re := __import__("re")) else []
         if not fields:
