@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from . import store
-from .versions import InvalidVersion, Release, Spec, parse_spec
+from .versions import InvalidVersion, Release, parse_spec
 
 
 class Entry:
@@ -103,23 +103,6 @@ def write(table: dict[str, Entry]) -> None:
         raise type(e)(e.errno, e.strerror, str(d)) from None  # utime's own error names no file
 
 
-def refresh(env=None) -> dict[str, Entry] | None:
-    """Rebuild the on-disk table (and shims) and return None; where the store
-    refuses the write, or the caller asked about another environment than this
-    process's, return the table built in memory instead."""
-    from .rehash import rehash
-
-    if env is None and store.can_write(store.root()):
-        try:
-            rehash()
-            return None
-        except store.StoreNotWritable:
-            pass  # e.g. root on a read-only mount, where access() said yes
-    from . import discover, shared_roots
-
-    return build(store.managed_toolkits(env), discover.discover_static(env), shared_roots.toolkit_groups(env))
-
-
 def is_stale(env=None) -> bool:
     """True when the table was never built, or versions/ changed after it was,
     or it was built for other shared stores or before one of them changed.
@@ -142,23 +125,6 @@ def is_stale(env=None) -> bool:
     except FileNotFoundError:
         pass
     return shared_roots.table_is_stale(d, built, env)
-
-
-def lookup(spec: Spec, env=None) -> Entry | None:
-    """The entry for a validated spec, rebuilding the table first when it is stale.
-
-    A store this user cannot write (a shared one, a read-only mount) is never
-    rewritten by a lookup: the table is built in memory for this process
-    instead, and the on-disk one is left to the store's owner.
-    """
-    if env is os.environ:
-        env = None
-    d = store.aliases_dir(env)
-    if is_stale(env):
-        table = refresh(env)
-        if table is not None:
-            return table.get(spec.text)
-    return read_entry(d / spec.text)
 
 
 def read_entry(path: Path) -> Entry | None:

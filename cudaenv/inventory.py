@@ -41,11 +41,11 @@ class Installed:
 
 def installed() -> list[Installed]:
     """Every selectable toolkit once, oldest release first (as pyenv lists versions)."""
-    from . import aliases
+    from . import alias_lookup, aliases
 
     if aliases.is_stale():
         # A toolkit copied in or removed by hand: the same refresh a lookup does.
-        aliases.lookup(parse_spec("system"))
+        alias_lookup.lookup(parse_spec("system"))
     d = store.aliases_dir()
     try:
         names = os.listdir(d)

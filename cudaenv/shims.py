@@ -34,7 +34,7 @@ def template(name: str) -> str:
 
 
 # The facts every shell template shares with Python, by their names in
-# cudaenv/selection.py and cudaenv/versions.py. A template writes @NAME@ where
+# cudaenv/versionfile.py and cudaenv/versions.py. A template writes @NAME@ where
 # the value goes as one word, or @NAME{field=$var,...}@ for a message with
 # fields, which becomes one double-quoted string with the shell's variables.
 SELECTION_FACTS = ("MAX_LINE", "MAX_BYTES", "MAX_LINES", "ENV_VAR", "LINE_TOO_LONG", "NUL_BYTE", "INVALID_VERSION",
@@ -55,12 +55,12 @@ def shared_facts() -> dict[str, str]:
     """name -> value of every fact the shell templates share with Python: the
     grammar's wording and the spec length, the version-file bounds, and every
     message the shell's selection can print. One source, so select.sh,
-    select-rare.sh and hook.fish cannot drift from selection.py and versions.py."""
+    select-rare.sh and hook.fish cannot drift from versionfile.py and versions.py."""
     import importlib
 
-    from . import selection, versions
+    from . import versionfile, versions
 
-    facts = {name: getattr(selection, name) for name in SELECTION_FACTS}
+    facts = {name: getattr(versionfile, name) for name in SELECTION_FACTS}
     facts.update((name, getattr(versions, name)) for name in VERSIONS_FACTS)
     for module, attr, name in OTHER_FACTS:
         facts[name] = getattr(importlib.import_module(f".{module}", __package__), attr)

@@ -118,7 +118,7 @@ def global_toolkit(lookup) -> str | None:
     `lookup` maps a validated Spec to an alias Entry (or None). A missing file
     means `system`, as for the shims; an unreadable one links nothing.
     """
-    from .selection import SelectionError, read_version_file
+    from .versionfile import SelectionError, read_version_file
     from .versions import parse_spec
 
     path = store.root() / "version"
@@ -132,19 +132,17 @@ def global_toolkit(lookup) -> str | None:
     return entry.root
 
 
-def refresh(lookup=None) -> str | None:
+def refresh(lookup) -> str | None:
     """Follow the global selection now, when this user may write the store.
 
-    Best effort, so the caller's command still succeeds: a store that refuses
-    the write keeps its links (its owner's rehash maintains them); any other
-    failure (a full disk) is returned as a one-line warning.
+    `lookup` is as for global_toolkit (the CLI passes alias_lookup.lookup, which
+    rebuilds a stale table first; this module sits below it). Best effort, so
+    the caller's command still succeeds: a store that refuses the write keeps
+    its links (its owner's rehash maintains them); any other failure (a full
+    disk) is returned as a one-line warning.
     """
     if not store.can_write(store.root()):
         return None
-    if lookup is None:
-        from . import aliases
-
-        lookup = aliases.lookup
     try:
         update(global_toolkit(lookup))
     except OSError as e:

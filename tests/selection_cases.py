@@ -224,6 +224,9 @@ CASES = [
          files={".tool-versions": b"cuda 13.0\n"}, sticky=[""], foreign=[".tool-versions"], warn="ignoring"),
     Case("sticky-own-file-counts", ("ok", "managed:13.0.2"), managed=TWO, global_=b"12.8\n",
          files={V: b"13.0\n"}, sticky=[""]),
+    # the user's own symlink in a sticky directory: its owner (lstat) is the user, so it counts
+    Case("sticky-own-symlink-counts", ("ok", "managed:13.0.2"), managed=TWO, global_=b"12.8\n",
+         files={"real-version": b"13.0\n"}, special={V: "link:real-version"}, sticky=[""]),
     Case("world-writable-not-sticky-counts", ("ok", "managed:13.0.2"), managed=TWO, global_=b"12.8\n",
          files={V: b"13.0\n"}, foreign=[V], special={"": "mode:0777"}),
     # shared stores: the user's own installs, then each shared store in order, then discovery
@@ -250,6 +253,8 @@ CASES = [
     # A toolkit copied in or removed by hand, with no rehash since: every
     # implementation sees versions/ as it is now (pyenv resolves at run time too).
     Case("hand-added-after-rehash", ("ok", "managed:13.1.0"), managed=["13.0.2"], managed_after=["13.1.0"],
+         env={"CUDAENV_VERSION": "13"}),
+    Case("hand-added-invalid-name-ignored", ("ok", "managed:13.0.2"), managed=["13.0.2"], managed_after=["13..9"],
          env={"CUDAENV_VERSION": "13"}),
     Case("hand-removed-after-rehash", ("ok", "managed:13.0.2"), managed=["13.0.2", "13.1.0"],
          managed_gone=["13.1.0"], env={"CUDAENV_VERSION": "13"}),

@@ -141,10 +141,10 @@ def global_(version: str | None, unset: bool, force: bool) -> None:
     """Select the default toolkit ($CUDAENV_VERSION_FILE or $CUDAENV_ROOT/version)."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
     if version is not None or unset:
-        from .. import storelinks
+        from .. import alias_lookup, storelinks
 
         # $CUDAENV_ROOT/include and friends follow the global selection, for
         # consumers that take the shims' parent directory as CUDA_HOME.
-        problem = storelinks.refresh()
+        problem = storelinks.refresh(alias_lookup.lookup)
         if problem:
             click.echo(f"cudaenv: warning: {problem}", err=True)
