@@ -22,6 +22,7 @@ import pytest
 
 from cudaenv import resolver as rs
 from cudaenv.data import load
+from cudaenv.versions import number_key, variant_release
 
 TABLE = load("torch_builds.json")["builds"]
 
@@ -61,16 +62,16 @@ def test_what_a_build_runs_on(build, gpu, runs):
 def test_a_gpu_newer_than_any_sass_is_reached_by_torchs_ptx():
     """sm_130 (newer than every release cudaenv knows): torch 2.9+cu130 ships compute_120 PTX,
     so its kernels JIT there and torch is not blamed; 2.7+cu128 ships no PTX and is."""
-    with_ptx = rs.plan(["sm_130"], "13.0", "2.9.0+cu130")
+    with_ptx = rs.recommend(["sm_130"], "13.0", "2.9.0+cu130")
     assert _torch_arch(with_ptx.findings) == []
-    without = rs.plan(["sm_130"], "12.8", "2.7.1+cu128")
+    without = rs.recommend(["sm_130"], "12.8", "2.7.1+cu128")
     assert _torch_arch(without.findings) == [
         "torch 2.7+cu128 lacks sm_130: its own kernels cover sm_75, sm_80, sm_86, sm_90, sm_100, sm_120"]
 
 
 def test_ptx_does_not_reach_back_and_the_message_says_it_is_there():
     """sm_110 (Thor) is older than compute_120 and of another major than any SASS in the build."""
-    r = rs.plan(["sm_110"], "13.0", "2.9.0+cu130")
+    r = rs.recommend(["sm_110"], "13.0", "2.9.0+cu130")
     assert _torch_arch(r.findings) == ["torch 2.9+cu130 lacks sm_110: its own kernels cover sm_75, sm_80, sm_86, "
                                        "sm_90, sm_100, sm_120 (+PTX compute_120)"]
 
@@ -93,7 +94,7 @@ def newest_cu130_drops_sm_75(monkeypatch):
     """Today's table plus a torch 2.16 whose cu130 build drops sm_75 (as 2.11 dropped sm_70
     from cu128): the oldest and newest cu130 builds now differ."""
     table = copy.deepcopy(load("torch_builds.json"))
-    newest = max(table["builds"], key=rs.key)
+    newest = max(table["builds"], key=number_key)
     nxt = f"2.{int(newest.split('.')[1]) + 1}"
     build = dict(table["builds"][newest]["cu130"])
     build["sm"] = [s for s in build["sm"] if s != "sm_75"]
@@ -108,15 +109,15 @@ def newest_cu130_drops_sm_75(monkeypatch):
 
 def test_without_a_torch_version_the_newest_build_of_the_variant_is_judged(newest_cu130_drops_sm_75):
     """`--torch-cuda 13.0` alone means "a torch pip would install for cu130": the newest."""
-    r = rs.plan(["sm_75"], "13.0", None)
+    r = rs.recommend(["sm_75"], "13.0", None)
     assert _torch_arch(r.findings) and "lacks sm_75" in _torch_arch(r.findings)[0], r.findings
-    assert rs.torch_build(None, "cu130")["sm"] == TABLE[max(TABLE, key=rs.key)]["cu130"]["sm"][1:]
+    assert rs.torch_build(None, "cu130")["sm"] == TABLE[max(TABLE, key=number_key)]["cu130"]["sm"][1:]
 
 
 def test_with_a_torch_version_its_own_build_is_judged(newest_cu130_drops_sm_75):
-    assert _torch_arch(rs.plan(["sm_75"], "13.0", "2.9.0+cu130").findings) == []
+    assert _torch_arch(rs.recommend(["sm_75"], "13.0", "2.9.0+cu130").findings) == []
     # An unknown torch version falls back to the newest build shipping the variant.
-    assert _torch_arch(rs.plan(["sm_75"], "13.0", "2.99.0+cu130").findings)
+    assert _torch_arch(rs.recommend(["sm_75"], "13.0", "2.99.0+cu130").findings)
 
 
 # --- the way out: nearest release, then newer torch, ties to the lower release -------------------
@@ -125,7 +126,7 @@ def test_with_a_torch_version_its_own_build_is_judged(newest_cu130_drops_sm_75):
 def test_the_data_lists_each_torchs_variants_from_the_lowest_release():
     """covering_build keeps the first of equally good builds: the data's order is its tie-break."""
     for tv, builds in TABLE.items():
-        releases = [rs.key(rs.variant_release(v)) for v in builds]
+        releases = [number_key(variant_release(v)) for v in builds]
         assert releases == sorted(releases), (tv, list(builds))
 
 
