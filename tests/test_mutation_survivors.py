@@ -486,3 +486,23 @@ def test_hook_follows_every_change_of_the_selection(shell, tmp_path):
     got = _hook_session(shell, tmp_path, steps)
     assert got == ["12.8.1", "13.0.2", "12.8.1", "13.0.2", "12.8.1", "13.0.2", "12.8.1", "13.0.2", "12.8.1",
                    "unset"], got
+
+
+def test_every_mutation_still_applies_once():
+    """A mutation whose snippet no longer occurs exactly once is reported "stale" and tests
+    nothing: renames and refactors must carry scripts/mutate.py along, and this says so in CI."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("cudaenv_mutate", root / "scripts" / "mutate.py")
+    mutate = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mutate  # dataclasses look their module up while the class is made
+    try:
+        spec.loader.exec_module(mutate)
+    finally:
+        sys.modules.pop(spec.name, None)
+    stale = [(m.id, m.path, (root / m.path).read_text().count(m.old)) for m in mutate.MUTATIONS
+             if (root / m.path).read_text().count(m.old) != 1]
+    assert stale == [], stale
+    ids = [m.id for m in mutate.MUTATIONS]
+    assert len(ids) == len(set(ids))
