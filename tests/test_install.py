@@ -34,6 +34,10 @@ def srv(mirror):
         yield s
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Env:
     def __init__(self, tmp: Path, url: str, **extra):
         self.root = tmp / "root"
@@ -44,8 +48,12 @@ class Env:
         self.env["PWD"] = str(self.cwd)
 
     def popen(self, *args, **kw):
+        # As from a terminal: SIGINT at its default, even when this runner was started
+        # with it ignored (a background job of a non-interactive shell, some CI agents),
+        # which the child would otherwise inherit and rightly keep ignoring.
         return subprocess.Popen([sys.executable, "-m", "cudaenv", *args], env=self.env, cwd=self.cwd,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_default_sigint, **kw)
 
     def run(self, *args, input=None):
         return subprocess.run([sys.executable, "-m", "cudaenv", *args], env=self.env, cwd=self.cwd,
