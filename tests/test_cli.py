@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -249,9 +250,10 @@ def test_version_file_setting_in_hooks_and_shims(tmp_path, shell):
     mine = tmp_path / "mine"
     mine.write_text("12.8\n")
     env = dict(env, CUDAENV_VERSION_FILE=str(mine), PWD=str(tmp_path))
-    code = {"bash": 'eval "$(python3 -m cudaenv init - bash)"; _cudaenv_hook; echo "$CUDA_HOME"',
-            "fish": "python3 -m cudaenv init - fish | source; __cudaenv_hook; echo $CUDA_HOME"}[shell]
-    env["PATH"] = os.path.dirname(sys.executable) + ":" + env["PATH"]
+    # This interpreter by its path: a python3 found on PATH may be another one, without cudaenv.
+    py = shlex.quote(sys.executable)
+    code = {"bash": f'eval "$({py} -m cudaenv init - bash)"; _cudaenv_hook; echo "$CUDA_HOME"',
+            "fish": f"{py} -m cudaenv init - fish | source; __cudaenv_hook; echo $CUDA_HOME"}[shell]
     p = subprocess.run([shell, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.stdout.strip().endswith(f"{root}/versions/12.8.1"), p.stderr
     p = subprocess.run([str(root / "shims" / "nvcc")], env=env, cwd=tmp_path, capture_output=True, text=True)
