@@ -327,6 +327,10 @@ class PypiSource:
             return self._pages[name]
         resp = self._get(url, accept=f"{JSON_ACCEPT}, text/html;q=0.1")
         if resp.status_code == 404:
+            # A static host that maps no directory to its index.html (an S3 bucket's REST
+            # endpoint) still serves the page `cudaenv mirror create` wrote there.
+            resp = self._get(url + "index.html", accept="text/html")
+        if resp.status_code == 404:
             raise SourceError(f"{name} is not on the PyPI index {redact(self.index)}")
         if resp.status_code != 200:
             raise SourceError(f"{redact(url)} answered HTTP {resp.status_code}")
