@@ -26,6 +26,7 @@ import html
 import os
 import re
 import socket
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -203,3 +204,17 @@ def closed_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def serve_process(argv: list[str], port: int, what: str) -> subprocess.Popen:
+    """Start a server program (argv) that listens on 127.0.0.1:port; return once it accepts."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.terminate()
+    proc.wait(timeout=10)
+    raise RuntimeError(f"{what} did not start")

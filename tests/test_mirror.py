@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from httpserver import FileServer, closed_port
+from httpserver import FileServer, closed_port, serve_process
 from redist_mirror import RedistMirror
 from toolkits import base_env
 
@@ -53,18 +51,9 @@ class StaticServer:
 
     def __init__(self, directory: Path):
         self.port = closed_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1",
-                                      "--directory", str(directory)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = serve_process([sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1",
+                                   "--directory", str(directory)], self.port, "python -m http.server")
         self.url = f"http://127.0.0.1:{self.port}/"
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("python -m http.server did not start")
 
     def stop(self):
         self.proc.terminate()

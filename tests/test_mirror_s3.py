@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from httpserver import closed_port
+from httpserver import closed_port, serve_process
 from test_mirror import BOTH, cli, pypi_cli, rel_path_of, upstream, wheel_index  # noqa: F401 - fixtures
 
 boto3 = pytest.importorskip("boto3", reason="boto3 (with moto's server, in the test extra) is not installed")
@@ -38,21 +36,19 @@ class S3Server:
 
     def __init__(self):
         self.port = closed_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = serve_process([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                  self.port, "moto's S3 server")
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("moto's S3 server did not start")
+        self.client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                                   aws_access_key_id="test", aws_secret_access_key="test")
 
-    def client(self):
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                            aws_access_key_id="test", aws_secret_access_key="test")
+    def bucket(self, name: str, directory: Path, public: bool = True) -> str:
+        """A bucket holding `directory` as `aws s3 sync` leaves it; its path-style URL."""
+        self.client.create_bucket(Bucket=name)
+        if public:
+            self.client.put_bucket_policy(Bucket=name, Policy=public_read(name))
+        assert sync(self.client, directory, name) > 3
+        return f"{self.endpoint}/{name}/"
 
     def stop(self):
         self.proc.terminate()
@@ -77,14 +73,11 @@ def test_mirror_in_an_s3_bucket_installs_with_upstream_stopped(tmp_path, upstrea
     upstream.stop()
     s3 = S3Server()
     try:
-        client = s3.client()
-        client.create_bucket(Bucket="cuda-mirror")
-        assert sync(client, mirror, "cuda-mirror") > 3
-        url = f"{s3.endpoint}/cuda-mirror/"
+        url = s3.bucket("cuda-mirror", mirror, public=False)
         # A private bucket: cudaenv sends no credentials, and says what the server answered.
         r = cli(tmp_path, "user0", "install", "13.0", "--source", "redist", "-q", url=url)
         assert r.returncode != 0 and "403" in r.stderr and "redistrib_13.0.2.json" in r.stderr, r.stderr
-        client.put_bucket_policy(Bucket="cuda-mirror", Policy=public_read("cuda-mirror"))
+        s3.client.put_bucket_policy(Bucket="cuda-mirror", Policy=public_read("cuda-mirror"))
         r = cli(tmp_path, "user1", "install", "13.0", "--source", "redist", "-q", url=url)
         assert r.returncode == 0, r.stderr
         nvcc = tmp_path / "user1" / "root" / "versions" / "13.0.2" / "bin" / "nvcc"
@@ -95,7 +88,7 @@ def test_mirror_in_an_s3_bucket_installs_with_upstream_stopped(tmp_path, upstrea
         victim = rel_path_of(state, "13.0.2", "cuda_cudart", "linux-x86_64")
         data = bytearray((mirror / victim).read_bytes())
         data[len(data) // 2] ^= 0xFF
-        client.put_object(Bucket="cuda-mirror", Key=victim, Body=bytes(data))
+        s3.client.put_object(Bucket="cuda-mirror", Key=victim, Body=bytes(data))
         r = cli(tmp_path, "user2", "install", "13.0", "--source", "redist", "-q", url=url)
         assert r.returncode != 0 and "sha256 mismatch" in r.stderr and victim in r.stderr, r.stderr
         assert not (tmp_path / "user2" / "root" / "versions" / "13.0.2").exists()
@@ -113,11 +106,7 @@ def test_wheel_mirror_in_an_s3_bucket_installs_with_the_index_stopped(tmp_path, 
     wheel_index.close()
     s3 = S3Server()
     try:
-        client = s3.client()
-        client.create_bucket(Bucket="cuda-wheels")
-        client.put_bucket_policy(Bucket="cuda-wheels", Policy=public_read("cuda-wheels"))
-        sync(client, mirror, "cuda-wheels")
-        url = f"{s3.endpoint}/cuda-wheels/simple/"
+        url = s3.bucket("cuda-wheels", mirror) + "simple/"
         r = pypi_cli(tmp_path, "user1", "install", "13.0", "--source", "pypi", "-q", url=url)
         assert r.returncode == 0, r.stderr
         assert (tmp_path / "user1" / "root" / "versions" / "13.0.2" / "bin" / "nvcc").is_file()
