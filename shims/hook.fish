@@ -535,6 +535,11 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     end
     set -l warn $__cudaenv_warn
     set key "$key|$warn"
+    # The applied toolkit deleted behind this shell's back (another terminal's
+    # uninstall): select again rather than keep CUDA_HOME on a removed tree.
+    if test -n "$__cudaenv_applied"; and not test -d "$CUDAENV_PATH_ENTRY"
+        set -g __cudaenv_key
+    end
     if test "$key" = "$__cudaenv_key"
         return $__cudaenv_status
     end

@@ -118,6 +118,9 @@ _cudaenv_hook() {
         key="${key}none"
     fi
     key="$key|$_ce_warn"
+    # The applied toolkit deleted behind this shell's back (another terminal's
+    # uninstall): select again rather than keep CUDA_HOME on a removed tree.
+    [ -z "$_CUDAENV_APPLIED" ] || [ -d "${CUDAENV_PATH_ENTRY-}" ] || _CUDAENV_KEY=
     [ "$key" = "$_CUDAENV_KEY" ] && return "${_CUDAENV_STATUS:-0}"
     _CUDAENV_KEY=$key
     [ -n "$_ce_warn" ] && printf '%s\n' "$_ce_warn" >&2

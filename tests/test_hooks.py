@@ -318,3 +318,24 @@ def test_hook_exports_what_python_computes(shell, ld, world):
     before = dict(env, PATH=f"{root / 'shims'}:{env['PATH']}")
     expected = activation.toolkit_env(tk, before)
     assert {k: got.get(k) for k in expected} == expected
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_toolkit_removed_from_another_terminal_is_noticed_at_the_next_prompt(shell, world):
+    """The applied toolkit deleted behind the shell's back (another terminal's uninstall, which
+    does not go through this shell's `cudaenv` function): the next prompt selects again instead
+    of leaving CUDA_HOME on a removed tree; with nothing left, it says so once and restores."""
+    tmp, root, env, init = world
+    from toolkits import managed
+
+    managed(root, "13.0.0")
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env, check=True, capture_output=True)
+    body = (f"cd {tmp}/p130\nprompt\nshow\nrm -rf {root}/versions/13.0.2\nprompt\nshow\n"
+            f"rm -rf {root}/versions/13.0.0\nprompt\nprompt\nshow\n")
+    p, (first, second, none) = session(shell, world, body)
+    tk0, tk2 = str(root / "versions" / "13.0.0"), str(root / "versions" / "13.0.2")
+    assert first["CUDA_HOME"] == tk2, first
+    assert second["CUDA_HOME"] == tk0 and second["PATH"].startswith(f"{tk0}/bin:") and tk2 not in second["PATH"]
+    assert none["CUDA_HOME"] == "/opt/users-own-cuda" and str(root / "versions") not in none["PATH"], none
+    errs = p.stderr.strip().splitlines()
+    assert len(errs) == 1 and "is not installed" in errs[0], p.stderr
