@@ -10,7 +10,7 @@ it (the worst case within the bound), and makes DIR/a/b/c/d/e, five levels below
 import sys
 from pathlib import Path
 
-from cudaenv.selection import MAX_BYTES, MAX_LINES
+from cudaenv.versionfile import MAX_BYTES, MAX_LINES
 
 
 def bound_text() -> bytes:

@@ -21,13 +21,10 @@ import sys
 from pathlib import Path
 
 from . import store
-from .versionfile import (  # noqa: F401 - the names selection has always offered
-    VERSION_FILE, TOOL_VERSIONS, MAX_LINE, MAX_BYTES, MAX_LINES, SIZE_RULE, TYPE_RULE, ENV_VAR, LINE_TOO_LONG,
-    NUL_BYTE, INVALID_VERSION, ENV_INVALID, NO_VERSION, NO_CUDA_VERSION, NO_CUDA_LINE, TOO_LARGE, UNREADABLE,
-    NOT_REGULAR, KIND_DANGLING, KIND_DIRECTORY, KIND_FIFO, KIND_DEVICE, KIND_SOCKET, KIND_OTHER, FOREIGN,
-    ORIGIN_ENV, ORIGIN_DEFAULT, ORIGIN_FILE, INSTALL_HINT, NOT_INSTALLED, NO_SYSTEM, EXIT_INVALID,
-    EXIT_NOT_INSTALLED, SelectionError, InvalidSelection, NotInstalled, _invalid, _checked_lines,
-    parse_version_text, tool_versions_cuda, _kind, _not_regular, _read_bytes, read_version_file,
+from .versionfile import (  # the error model and the reader are selection's API too
+    VERSION_FILE, TOOL_VERSIONS, ENV_VAR, ENV_INVALID, FOREIGN, ORIGIN_ENV, ORIGIN_DEFAULT, ORIGIN_FILE,
+    INSTALL_HINT, NOT_INSTALLED, NO_SYSTEM, SelectionError, InvalidSelection, NotInstalled,  # noqa: F401
+    tool_versions_cuda, read_bytes, read_version_file,
 )
 from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
@@ -116,7 +113,7 @@ def find_version_file(start: Path) -> Path | None:
         tools = d / TOOL_VERSIONS
         st = _exists(tools)
         if st is not None and _trusted(d, tools, st):
-            if tool_versions_cuda(_read_bytes(tools), str(tools)) is not None:
+            if tool_versions_cuda(read_bytes(tools), str(tools)) is not None:
                 return tools
         if d.parent == d:
             return None

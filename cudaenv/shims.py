@@ -37,7 +37,7 @@ def template(name: str) -> str:
 # cudaenv/versionfile.py and cudaenv/versions.py. A template writes @NAME@ where
 # the value goes as one word, or @NAME{field=$var,...}@ for a message with
 # fields, which becomes one double-quoted string with the shell's variables.
-SELECTION_FACTS = ("MAX_LINE", "MAX_BYTES", "MAX_LINES", "ENV_VAR", "LINE_TOO_LONG", "NUL_BYTE", "INVALID_VERSION",
+VERSION_FILE_FACTS = ("MAX_LINE", "MAX_BYTES", "MAX_LINES", "ENV_VAR", "LINE_TOO_LONG", "NUL_BYTE", "INVALID_VERSION",
                    "ENV_INVALID", "NO_VERSION", "NO_CUDA_VERSION", "NO_CUDA_LINE", "TOO_LARGE", "UNREADABLE",
                    "NOT_REGULAR", "KIND_DANGLING", "KIND_DIRECTORY", "KIND_FIFO", "KIND_DEVICE", "KIND_SOCKET",
                    "KIND_OTHER", "FOREIGN", "ORIGIN_ENV", "ORIGIN_DEFAULT", "ORIGIN_FILE", "NOT_INSTALLED",
@@ -60,7 +60,7 @@ def shared_facts() -> dict[str, str]:
 
     from . import versionfile, versions
 
-    facts = {name: getattr(versionfile, name) for name in SELECTION_FACTS}
+    facts = {name: getattr(versionfile, name) for name in VERSION_FILE_FACTS}
     facts.update((name, getattr(versions, name)) for name in VERSIONS_FACTS)
     for module, attr, name in OTHER_FACTS:
         facts[name] = getattr(importlib.import_module(f".{module}", __package__), attr)

@@ -154,7 +154,7 @@ def _not_regular(path, what: str) -> InvalidSelection:
     return InvalidSelection(NOT_REGULAR.format(path=path, what=what))
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
     """The whole version file, which must be a regular file of at most MAX_BYTES
     bytes in at most MAX_LINES lines. Never reads more than MAX_BYTES + 1 bytes."""
     try:
@@ -195,7 +195,7 @@ def _read_bytes(path: Path) -> bytes:
 
 def read_version_file(path: Path) -> tuple[Spec, int]:
     """The spec a .cuda-version (or a .tool-versions with a cuda line) holds."""
-    data = _read_bytes(path)
+    data = read_bytes(path)
     if Path(path).name == TOOL_VERSIONS:
         found = tool_versions_cuda(data, str(path))
         if found is None:

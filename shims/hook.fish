@@ -95,7 +95,7 @@ end
 
 # The whole of version file $file, URL-escaped, into __cudaenv_bytes; status 1
 # with __cudaenv_err when it is not a regular file or plainly past the bound of
-# at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/selection.py's;
+# at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/versionfile.py's;
 # __cudaenv_slurp_checked checks it exactly).
 # `read -z -n` stops after a number of characters, so it bounds the cost of
 # any file; but it drops bytes that are not UTF-8 and stops at NULs, so only a

@@ -38,7 +38,7 @@ _cudaenv_origin() {
 }
 
 # Version files are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (the
-# whole file, as cudaenv/selection.py reads it): reading stops as soon as
+# whole file, as cudaenv/versionfile.py reads it): reading stops as soon as
 # either is passed, so no file costs more than that to look at.
 _cudaenv_too_large() {
     _ce_err=@TOO_LARGE{path=$1}@

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 DEEP = "a/b/c/d/e"  # five levels below the project root
-MAX_BYTES, MAX_LINES, MAX_LINE = 2048, 32, 128  # cudaenv/selection.py; test_selection checks they agree
+MAX_BYTES, MAX_LINES, MAX_LINE = 2048, 32, 128  # cudaenv/versionfile.py; test_selection checks they agree
 
 
 @dataclass

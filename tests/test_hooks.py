@@ -245,7 +245,7 @@ def test_hook_reads_a_huge_version_file_only_up_to_the_bound(shell, world):
     tmp, root, env, init = world
     if not shutil.which("strace") or not shutil.which(EXE[shell][0]):
         pytest.skip(f"needs strace and {shell}")
-    from cudaenv.selection import MAX_BYTES
+    from cudaenv.versionfile import MAX_BYTES
 
     huge = tmp / "huge"
     huge.mkdir()

@@ -17,9 +17,9 @@ from selection_cases import CASES
 
 
 def test_table_bounds_are_the_real_ones():
-    from cudaenv import selection
+    from cudaenv import versionfile
 
-    assert (selection.MAX_BYTES, selection.MAX_LINES, selection.MAX_LINE) == (
+    assert (versionfile.MAX_BYTES, versionfile.MAX_LINES, versionfile.MAX_LINE) == (
         selection_cases.MAX_BYTES, selection_cases.MAX_LINES, selection_cases.MAX_LINE)
 
 
