@@ -29,11 +29,7 @@ python3 "$repo/bench/bound_file.py" "$work/bound"
 
 # Each run prints "<shell> <t0> <t1> <t2>" in µs: empty loop from t0 to t1, hook calls from t1 to t2.
 : >"$work/raw"
-bash_loop='
-source "$1"; cd "$2"; _cudaenv_prompt; n=$3
-t0=$EPOCHREALTIME; for ((i = 0; i < n; i++)); do :; done; t1=$EPOCHREALTIME
-for ((i = 0; i < n; i++)); do _cudaenv_prompt; done; t2=$EPOCHREALTIME
-echo "$4 ${t0/./} ${t1/./} ${t2/./}"'
+source "$repo/bench/prompt_loop.sh"
 for r in 1 2 3 4 5 6 7; do
   bash --norc -c "$bash_loop" _ "$work/init.bash" "$deep" "$n" bash >>"$work/raw"
   bash --norc -c "$bash_loop" _ "$work/init.bash" "$work/bound/a/b/c/d/e" "$n" bash@bound >>"$work/raw"

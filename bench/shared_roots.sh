@@ -39,11 +39,7 @@ hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/shim.json" \
   -n "shim: same, table stale (store by store)" "${stale[*]}" >/dev/null
 
 : >"$work/raw"
-bash_loop='
-source "$1"; cd "$2"; _cudaenv_prompt; n=$3
-t0=$EPOCHREALTIME; for ((i = 0; i < n; i++)); do :; done; t1=$EPOCHREALTIME
-for ((i = 0; i < n; i++)); do _cudaenv_prompt; done; t2=$EPOCHREALTIME
-echo "$4 ${t0/./} ${t1/./} ${t2/./}"'
+source "$repo/bench/prompt_loop.sh"
 for r in 1 2 3 4 5 6 7; do
   CUDAENV_ROOT="$work/one" bash --norc -c "$bash_loop" _ "$work/init.one" "$deep" "$n" one >>"$work/raw"
   CUDAENV_ROOT="$work/three" CUDAENV_SHARED_ROOTS="$shared" \
