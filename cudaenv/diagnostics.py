@@ -86,6 +86,8 @@ class Context:
     in_use: str | None
     in_use_release: str | None
     in_use_via: str
+    # The store's own toolkits (roots, releases), scanned once: fixes ask of them repeatedly.
+    managed: tuple[tuple[str, str], ...]
 
     @classmethod
     def of(cls, p: Probe, env) -> "Context":
@@ -118,7 +120,9 @@ class Context:
             in_use, in_use_via = ta.fields["cuda_home"], "torch itself (_find_cuda_home)"
             in_use_release = release_of(in_use)
         resolution = rs.resolve(p)
-        return cls(p, env, answers, resolution, _hook_line(env), hook_active, in_use, in_use_release, in_use_via)
+        managed = tuple((str(t.root), t.release) for t in store.managed_toolkits(env))
+        return cls(p, env, answers, resolution, _hook_line(env), hook_active, in_use, in_use_release, in_use_via,
+                   managed)
 
     # --- read-only facts ----------------------------------------------------------------
 
@@ -160,14 +164,10 @@ class Context:
                     and not self.probe.selection_error and _has_headers(self.selected_root))
 
     def is_managed(self, root: str | None) -> bool:
-        from . import store
-
-        return any(_real(str(t.root)) == _real(root) for t in store.managed_toolkits(self.env))
+        return any(_real(tk_root) == _real(root) for tk_root, _ in self.managed)
 
     def installed(self, release: str) -> bool:
-        from . import store
-
-        return any(major_minor(t.release) == release and _has_headers(str(t.root)) for t in store.managed_toolkits(self.env))
+        return any(major_minor(rel) == release and _has_headers(tk_root) for tk_root, rel in self.managed)
 
     def ptxas_root(self) -> str | None:
         """The toolkit whose ptxas targets every GPU here: the selection's, else the one in use."""
