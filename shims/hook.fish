@@ -28,6 +28,7 @@ if not set -q __cudaenv_saved
     set -g __cudaenv_applied
     set -g __cudaenv_key
     set -g __cudaenv_status 0
+    set -g __cudaenv_missing
 end
 
 function __cudaenv_root
@@ -503,14 +504,9 @@ end
 # Runs on every directory change and prompt; cheap unless something changed.
 function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     set -l r (__cudaenv_root)
-    set -l key "$r|$CONDA_PREFIX|$CUDAENV_LD_LIBRARY_PATH|"
-    # Shared stores: the key changes with the setting and when the alias table
-    # goes stale for them (an admin added or removed a toolkit).
-    if __cudaenv_shared $r
-        set key "$key$CUDAENV_SHARED_ROOTS|$__cudaenv_stale|"
-    else
-        set key "$key"bad"|$CUDAENV_SHARED_ROOTS|"
-    end
+    # The stores themselves (CUDAENV_SHARED_ROOTS too) are looked at when a
+    # selection is made, not at every prompt: see the two checks below.
+    set -l key "$r|$CONDA_PREFIX|$CUDAENV_LD_LIBRARY_PATH|$CUDAENV_SHARED_ROOTS|"
     set -l value (string trim -c ' '\t -- "$CUDAENV_VERSION")
     set -g __cudaenv_warn
     set -l none
@@ -535,15 +531,21 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     end
     set -l warn $__cudaenv_warn
     set key "$key|$warn"
-    # The applied toolkit deleted behind this shell's back (another terminal's
-    # uninstall): select again rather than keep CUDA_HOME on a removed tree.
+    # Installs and uninstalls made elsewhere, as in hook.sh: the applied
+    # toolkit deleted (select again), or the missing release installed since
+    # (looked for quietly, only while it is missing).
     if test -n "$__cudaenv_applied"; and not test -d "$CUDAENV_PATH_ENTRY"
         set -g __cudaenv_key
+    end
+    if test -n "$__cudaenv_missing"
+        set -g __cudaenv_spec $__cudaenv_missing
+        __cudaenv_resolve; and set -g __cudaenv_key
     end
     if test "$key" = "$__cudaenv_key"
         return $__cudaenv_status
     end
     set -g __cudaenv_key $key
+    set -g __cudaenv_missing
     set -g __cudaenv_status 0
     test -n "$warn"; and printf '%s\n' $warn >&2
     if test -n "$none"
@@ -554,6 +556,7 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
         set -g __cudaenv_status 1
     else
         __cudaenv_resolve; or set -g __cudaenv_status $status
+        test $__cudaenv_status = 127; and set -g __cudaenv_missing $__cudaenv_spec
     end
     if test $__cudaenv_status != 0
         echo "cudaenv: $__cudaenv_err" >&2

@@ -24,6 +24,7 @@ if [ -z "${_CUDAENV_SAVED-}" ]; then
     _CUDAENV_APPLIED=
     _CUDAENV_KEY=
     _CUDAENV_STATUS=0
+    _CUDAENV_MISSING=
 fi
 
 # Undo what this shell's hook exported: the saved values come back exactly, and
@@ -97,14 +98,9 @@ _cudaenv_hook() {
     local key
     _cudaenv_root
     _ce_warn=
-    key="$_ce_r|${CONDA_PREFIX-}|${CUDAENV_LD_LIBRARY_PATH-}|"
-    # Shared stores: the key changes with the setting and when the alias
-    # table goes stale for them (an admin added or removed a toolkit).
-    if _cudaenv_shared; then
-        key="$key${CUDAENV_SHARED_ROOTS-}|$_ce_stale|"
-    else
-        key="${key}bad|$CUDAENV_SHARED_ROOTS|"
-    fi
+    # The stores themselves (CUDAENV_SHARED_ROOTS too) are looked at when a
+    # selection is made, not at every prompt: see the two checks below.
+    key="$_ce_r|${CONDA_PREFIX-}|${CUDAENV_LD_LIBRARY_PATH-}|${CUDAENV_SHARED_ROOTS-}|"
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
         key="${key}env|$CUDAENV_VERSION"
@@ -118,11 +114,19 @@ _cudaenv_hook() {
         key="${key}none"
     fi
     key="$key|$_ce_warn"
-    # The applied toolkit deleted behind this shell's back (another terminal's
-    # uninstall): select again rather than keep CUDA_HOME on a removed tree.
+    # Installs and uninstalls made elsewhere (another terminal, an admin on a
+    # shared store) matter to this shell in two cases, each looked at here at
+    # a cost that does not grow with the number of stores or toolkits: the
+    # applied toolkit was deleted (one `[ -d ]`), so select again rather than
+    # keep CUDA_HOME on a removed tree; or the selected release was missing,
+    # so look for it again (only while it is missing, and quietly). A newer
+    # patch release installed elsewhere applies from the next selection (a new
+    # directory, version or shell), as the toolkit in use is still there.
     [ -z "$_CUDAENV_APPLIED" ] || [ -d "${CUDAENV_PATH_ENTRY-}" ] || _CUDAENV_KEY=
+    [ -z "${_CUDAENV_MISSING-}" ] || ! _cudaenv_installed_since || _CUDAENV_KEY=
     [ "$key" = "$_CUDAENV_KEY" ] && return "${_CUDAENV_STATUS:-0}"
     _CUDAENV_KEY=$key
+    _CUDAENV_MISSING=
     [ -n "$_ce_warn" ] && printf '%s\n' "$_ce_warn" >&2
     # _CUDAENV_STATUS keeps the outcome (0, 1 invalid, 127 not installed) for
     # prompts and scripts that want to show it after the one-time message.
@@ -136,6 +140,7 @@ _cudaenv_hook() {
         _CUDAENV_STATUS=1
     else
         _cudaenv_resolve || _CUDAENV_STATUS=$?
+        [ "$_CUDAENV_STATUS" != 127 ] || _CUDAENV_MISSING=$_ce_spec
     fi
     if [ "$_CUDAENV_STATUS" != 0 ]; then
         # Never leave the previous project's toolkit exported under a broken selection.
@@ -145,6 +150,14 @@ _cudaenv_hook() {
     fi
     _cudaenv_apply "$_ce_root"
     _CUDAENV_APPLIED=1
+}
+
+# Has the release the last selection found missing (_CUDAENV_MISSING, a
+# validated spec) been installed since? The same lookup as a selection's, in
+# every store, with its message dropped: the next selection reports it.
+_cudaenv_installed_since() {
+    _ce_spec=$_CUDAENV_MISSING
+    _cudaenv_resolve
 }
 
 # Run from the prompt: keeps the user's $? intact for their prompt.

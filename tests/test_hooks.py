@@ -5,6 +5,7 @@ and leaving projects again."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -339,3 +340,125 @@ def test_toolkit_removed_from_another_terminal_is_noticed_at_the_next_prompt(she
     assert none["CUDA_HOME"] == "/opt/users-own-cuda" and str(root / "versions") not in none["PATH"], none
     errs = p.stderr.strip().splitlines()
     assert len(errs) == 1 and "is not installed" in errs[0], p.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_missing_release_installed_elsewhere_applies_at_the_next_prompt(shell, world):
+    """A release the selection names but no store holds: the error is said once. When it is
+    installed elsewhere (by an admin into a shared store, or into the user's own store from
+    another terminal, neither through this shell's `cudaenv` function), the next prompt applies
+    it, without a second message."""
+    tmp, root, env, init = world
+    from toolkits import managed
+
+    shared = tmp / "shared"
+    managed(shared, "12.8.1")
+    base = {k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(base, CUDAENV_ROOT=str(shared)),
+                   check=True, capture_output=True)
+    staged131, staged129 = managed(tmp / "stage", "13.1.0"), managed(tmp / "stage", "12.9.1")
+    for name, release in (("p131", "13.1"), ("p129", "12.9")):
+        (tmp / name).mkdir()
+        (tmp / name / ".cuda-version").write_text(f"{release}\n")
+    cli = shutil.which("cudaenv", path=env["PATH"])
+    assert cli, "the cudaenv command is not on the session's PATH"
+    export = (f"set -gx CUDAENV_SHARED_ROOTS {shared}\n" if shell == "fish"
+              else f"export CUDAENV_SHARED_ROOTS={shared}\n")
+    body = (export + f"cd {tmp}/p131\nprompt\nprompt\nshow\n"
+            # The admin: a toolkit renamed into the shared store, and its rehash.
+            f"mv {staged131} {shared}/versions/13.1.0\n"
+            f"env -u CUDAENV_SHARED_ROOTS CUDAENV_ROOT={shared} {cli} rehash\n"
+            f"prompt\nshow\nprompt\n"
+            # The user, in another terminal: an install into the own store (and its rehash).
+            f"cd {tmp}/p129\nprompt\nprompt\nshow\nmv {staged129} {root}/versions/12.9.1\n{cli} rehash\n"
+            f"prompt\nshow\n")
+    p, (missing131, got131, missing129, got129) = session(shell, world, body)
+    tk131, tk129 = str(shared / "versions" / "13.1.0"), str(root / "versions" / "12.9.1")
+    for missing in (missing131, missing129):
+        assert missing["CUDA_HOME"] == "/opt/users-own-cuda" and missing["CUDACXX"] is None, (shell, missing)
+    assert got131["CUDA_HOME"] == tk131 and got131["PATH"].startswith(f"{tk131}/bin:"), (shell, got131)
+    assert got129["CUDA_HOME"] == tk129 and got129["PATH"].startswith(f"{tk129}/bin:"), (shell, got129)
+    assert tk131 not in got129["PATH"]
+    errs = p.stderr.strip().splitlines()
+    assert len(errs) == 2 and "cudaenv install 13.1" in errs[0] and "cudaenv install 12.9" in errs[1], p.stderr
+
+
+def _steady_file_calls(shell: str, script_body: str, env: dict, cwd: Path, tmp: Path, toolkit: str) -> list:
+    """The system calls that name a file, with that name, which the shell makes between two
+    marker tests: the prompts run there, with nothing changed. The applied toolkit's path reads
+    as <toolkit>. (Only calls that name a file: fish's threads, pipes and memory vary from run
+    to run.)"""
+    script = tmp / f"steady.{shell}"
+    script.write_text(script_body)
+    p = subprocess.run(["strace", "-qq", "-f", "-e", "trace=%file", "-o", str(tmp / "trace"), *EXE[shell],
+                        str(script)], env=env,
+                       cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = (tmp / "trace").read_text().splitlines()
+    begin = next(i for i, line in enumerate(lines) if "cudaenv-steady-begin" in line)
+    end = next(i for i, line in enumerate(lines) if "cudaenv-steady-end" in line)
+    calls = []
+    for line in lines[begin + 1:end]:
+        # With -f a line starts with the pid; a call another thread interrupted resumes on a
+        # line of its own ("<... openat resumed>"), which names no file again.
+        call = re.match(r'(?:\d+ +)?(\w+)\([^"()]*"([^"]*)"', line)
+        if not call:
+            continue
+        name, path = call.groups()
+        calls.append((name, path.replace(toolkit, "<toolkit>")))
+    return calls
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_unchanged_prompt_costs_the_same_with_three_shared_stores(shell, tmp_path):
+    """The prompt hook's target: with three shared stores and 50 toolkits, a prompt where
+    nothing changed makes exactly the system calls it makes with one store and one toolkit
+    (strace: the same calls, none on a shared store), and starts no process."""
+    from toolkits import managed
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    if not shutil.which(EXE[shell][0]):
+        pytest.skip(f"{shell} is not installed")
+    proj = tmp_path / "proj"
+    cwd = proj / "a" / "b" / "c" / "d" / "e"
+    cwd.mkdir(parents=True)
+    (proj / ".cuda-version").write_text("13.0\n")
+    one = rehashed_store(tmp_path / "one", releases=("13.0.2",))
+    shared = [tmp_path / f"shared{i}" for i in range(3)]
+    releases = [f"{major}.{minor}.{patch}" for major in (11, 12) for minor in range(9) for patch in range(3)]
+    for i, store in enumerate(shared):
+        for release in releases[i * 16:(i + 1) * 16]:
+            managed(store, release)
+        if i == 2:
+            managed(store, "13.0.2")
+        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=base_env_of(one, store),
+                       check=True, capture_output=True)
+    assert sum(len(list((s / "versions").iterdir())) for s in shared) == 49
+    three = dict(rehashed_store(tmp_path / "user", releases=("12.8.1",)),
+                 CUDAENV_SHARED_ROOTS=":".join(map(str, shared)))
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=three, check=True, capture_output=True)
+    traces = {}
+    for name, env in (("one", one), ("three", three)):
+        env = dict(env, PATH=f"/usr/local/bin:/usr/bin:/bin:{CLI_DIR}", PWD=str(cwd))
+        init = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", shell], env=env, capture_output=True,
+                              text=True, check=True).stdout
+        (tmp_path / f"init.{name}.{shell}").write_text(init)
+        marker = "test -e /cudaenv-steady-{}\n"
+        body = (SHOW[shell] + f"source {tmp_path}/init.{name}.{shell}\nprompt\nprompt\n"
+                + marker.format("begin") + "prompt\nprompt\nprompt\n" + marker.format("end") + "show\n")
+        expect = str((shared[2] if name == "three" else tmp_path / "one") / "versions" / "13.0.2")
+        traces[name] = _steady_file_calls(shell, body, env, cwd, tmp_path, expect)
+        out = subprocess.run([*EXE[shell], str(tmp_path / f"steady.{shell}")], env=env, cwd=cwd,
+                             capture_output=True, text=True, timeout=120)
+        assert f"CUDA_HOME={expect}\n" in out.stdout and out.stderr == "", (name, out.stdout, out.stderr)
+    assert traces["one"] == traces["three"], (shell, traces)
+    # Three prompts: each walks up to the version file, reads it and tests the toolkit.
+    assert [c for c in traces["one"] if c[0] == "openat" and c[1] == str(proj / ".cuda-version")] \
+        and traces["one"].count((traces["one"][-1][0], traces["one"][-1][1])) >= 3, traces["one"]
+    assert not any(c[0] == "execve" for c in traces["one"])
+
+
+def base_env_of(env: dict, store: Path) -> dict:
+    """`env` for an admin whose store is `store` (no shared stores of its own)."""
+    return {**{k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}, "CUDAENV_ROOT": str(store)}
