@@ -3,15 +3,18 @@ documented externals schema (packages: <name>: buildable, externals: [{spec, pre
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from toolkits import base_env, make_toolkit, managed
 
 yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install pyyaml)")
+jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed (pip install -e '.[test]')")
 
 # Spack's schema for an external (lib/spack/spack/schema/packages.py): spec is required,
 # prefix and modules optional; a cuda spec names the package and an exact version.
@@ -25,7 +28,14 @@ def export(env, *args):
     return r.stdout
 
 
+# Spack's own schema for packages.yaml (tests/data/spack/packages_schema.json says where it is
+# from): the output must pass it, not only our reading of Spack's documentation.
+SPACK_SCHEMA = json.loads((Path(__file__).parent / "data" / "spack" / "packages_schema.json").read_text())
+
+
 def check_schema(doc: dict) -> list[dict]:
+    errors = [e.message for e in jsonschema.Draft7Validator(SPACK_SCHEMA).iter_errors(doc)]
+    assert errors == [], errors
     assert set(doc) == {"packages"} and set(doc["packages"]) == {"cuda"}
     cuda = doc["packages"]["cuda"]
     assert set(cuda) == {"buildable", "externals"} and isinstance(cuda["buildable"], bool)
@@ -54,3 +64,19 @@ def test_externals_for_managed_and_discovered(tmp_path):
 def test_no_toolkits_is_still_valid(tmp_path):
     env = base_env(tmp_path / "root")
     assert check_schema(yaml.safe_load(export(env))) == []
+
+
+def test_spack_schema_rejects_what_spack_would():
+    """The checked-in schema has teeth: documents Spack refuses fail it."""
+    validator = jsonschema.Draft7Validator(SPACK_SCHEMA)
+    good = {"packages": {"cuda": {"buildable": False, "externals": [{"spec": "cuda@13.0.2", "prefix": "/opt/x"}]}}}
+    assert list(validator.iter_errors(good)) == []
+    bad = [
+        {"packages": {"cuda": {"buildable": "false", "externals": []}}},      # not a boolean
+        {"packages": {"cuda": {"externals": [{"prefix": "/opt/x"}]}}},        # an external without a spec
+        {"packages": {"cuda": {"external": [{"spec": "cuda@13.0.2"}]}}},      # a misspelt key
+        {"packages": {"cuda": {"externals": {"spec": "cuda@13.0.2"}}}},       # not a list
+        {"cuda": {"externals": []}},                                          # not under packages:
+    ]
+    for doc in bad:
+        assert list(validator.iter_errors(doc)), doc
