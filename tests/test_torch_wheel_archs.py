@@ -120,10 +120,11 @@ def _agrees_with_cuobjdump(tool: Path, torchlike: Path) -> None:
 
 
 def test_parser_agrees_with_a_local_cuobjdump(torchlike):
-    tool = _cuobjdump(require("nvcc"))
+    root = require("nvcc")
+    tool = _cuobjdump(root)
     if tool is None:
-        pytest.skip("no cuobjdump in the real toolkit's bin/ or on PATH (NVIDIA's 13.0 nvcc wheel has none); "
-                    "test_parser_agrees_with_cuobjdump_from_pypi fetches one")
+        pytest.skip(f"no cuobjdump in {root}/bin or on PATH (a 13.0 installed from PyPI's nvcc wheels has "
+                    "none); test_parser_agrees_with_cuobjdump_from_pypi fetches NVIDIA's")
     _agrees_with_cuobjdump(tool, torchlike)
 
 
