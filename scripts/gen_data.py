@@ -309,11 +309,13 @@ def pypi_versions(name: str) -> tuple[list[str], dict]:
     return sorted(finals, key=lambda v: _key(v.split(".post")[0])), meta
 
 
-_DEFAULT_CUDA_RE = re.compile(r"^(?:cuda-toolkit\[[^\]]*\]==|nvidia-cuda-runtime(?:-cu\d+)?==)(\d+)\.(\d+)")
+# 2.6.0 and older write the pin in parentheses: `nvidia-cuda-runtime-cu12 (==12.4.127)`.
+_DEFAULT_CUDA_RE = re.compile(r"^(?:cuda-toolkit\[[^\]]*\]|nvidia-cuda-runtime(?:-cu\d+)?)\(?==(\d+)\.(\d+)")
 
 
 def torch_default_variant(requires_dist: list[str]) -> str | None:
-    """cu132 from `cuda-toolkit[...]==13.2.2` (2.15) or `nvidia-cuda-runtime-cu12==12.8.90` (older)."""
+    """cu132 from `cuda-toolkit[...]==13.2.2` (2.15), `nvidia-cuda-runtime-cu12==12.8.90` (2.8)
+    or `nvidia-cuda-runtime-cu12 (==12.4.127)` (2.6)."""
     for req in requires_dist or []:
         m = _DEFAULT_CUDA_RE.match(req.replace(" ", ""))
         if m:

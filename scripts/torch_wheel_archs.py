@@ -55,6 +55,8 @@ from gen_data import PYPI_JSON, torch_default_variant  # noqa: E402
 
 FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
 WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
+# Older releases are tagged manylinux1_x86_64 (2.6.0) or manylinux_2_17_x86_64.manylinux2014_x86_64.
+_WHEEL_TAG_RE = r"cp312-cp312-manylinux[0-9a-z_.]*_x86_64"
 FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_ELF = 1, 2
 FLAG_ARCH_SPECIFIC, FLAG_FAMILY = 0x100000, 0x200000
@@ -219,10 +221,10 @@ def pypi_wheel(version: str) -> dict:
     highest build tag."""
     url = PYPI_JSON.format(name="torch")
     files = json.loads(_get(url))["releases"].get(version, [])
-    pattern = re.compile(rf"^torch-{re.escape(version)}(?:-(\d+))?-{WHEEL_TAG}\.whl$")
+    pattern = re.compile(rf"^torch-{re.escape(version)}(?:-(\d+))?-{_WHEEL_TAG_RE}\.whl$")
     found = [(int(m.group(1) or 0), f) for f in files if (m := pattern.match(f["filename"]))]
     if not found:
-        raise SystemExit(f"torch {version}: PyPI has no {WHEEL_TAG} wheel")
+        raise SystemExit(f"torch {version}: PyPI has no CPython 3.12 manylinux x86_64 wheel")
     record = max(found, key=lambda t: t[0])[1]
     return dict(record, url=urllib.parse.urljoin(url, record["url"]))
 

@@ -278,11 +278,13 @@ def test_torch_builds_is_what_the_wheel_facts_make_it():
     assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("minor,variant", [("2.8", "cu128"), ("2.9", "cu128"), ("2.10", "cu128"), ("2.11", "cu130"),
-                                           ("2.12", "cu130"), ("2.13", "cu130"), ("2.14", "cu130"), ("2.15", "cu132")])
+@pytest.mark.parametrize("minor,variant", [("2.6", "cu124"), ("2.7", "cu126"), ("2.8", "cu128"), ("2.9", "cu128"),
+                                           ("2.10", "cu128"), ("2.11", "cu130"), ("2.12", "cu130"), ("2.13", "cu130"),
+                                           ("2.14", "cu130"), ("2.15", "cu132")])
 def test_pypis_default_builds_are_read_from_their_wheels(minor, variant):
-    """Every torch minor from 2.8 on has its PyPI wheel read: the default build is verified,
-    names the wheel and its sha256, and carries no PTX (the data had assumed compute_120)."""
+    """Every torch minor from 2.6 on has its PyPI wheel read: the default build is verified,
+    names the wheel and its sha256, and carries no PTX (2.8 to 2.15 had been assumed to carry
+    compute_120)."""
     t = load("torch_builds.json")
     build = t["builds"][minor][variant]
     assert t["pypi_default"][minor] == variant
@@ -291,6 +293,16 @@ def test_pypis_default_builds_are_read_from_their_wheels(minor, variant):
     assert build["verified"] and build["ptx"] is None and build["sm"] == reads[0]["get_arch_list"]
     assert all(f"{r['wheel']} (sha256 {r['sha256']})" in build["source"] for r in reads)
     assert build["source"].endswith("by scripts/torch_wheel_archs.py")
+
+
+@pytest.mark.parametrize("requires,variant", [
+    (['cuda-toolkit[cublas,cudart,cufft]==13.2.2; platform_system == "Linux"'], "cu132"),  # 2.15.0
+    (['nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux" and platform_machine == "x86_64"'], "cu128"),
+    (['nvidia-cuda-runtime-cu12 (==12.4.127) ; platform_system == "Linux"'], "cu124"),  # 2.6.0's older form
+    (["filelock", "nvidia-cudnn-cu12 (==9.1.0.70)"], None),
+])
+def test_the_cuda_build_a_torch_wheel_pins(requires, variant):
+    assert _gen_data().torch_default_variant(requires) == variant
 
 
 def test_unread_builds_follow_the_build_they_are_assumed_equal_to():

@@ -201,3 +201,28 @@ def test_a_wheel_whose_digest_is_not_pypis_is_not_read(torchlike, tmp_path):
         f"{wheel.name}: sha256 {hashlib.sha256(wheel.read_bytes()).hexdigest()} is not PyPI's {'1' * 64}"]
     assert bad.returncode == 1 and bad.stderr.strip() == "'2.99.0; rm -rf /': a torch release is X.Y.Z"
     assert not (tmp_path / "facts.json").exists()
+
+
+@pytest.mark.parametrize("names,picked", [
+    # pip's pick: the highest build tag (2.10.0 was uploaded again as 2.10.0-3).
+    (["torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl", "torch-2.10.0-3-cp312-cp312-manylinux_2_28_x86_64.whl",
+      "torch-2.10.0-3-cp312-cp312-manylinux_2_28_aarch64.whl", "torch-2.10.0-3-cp311-cp311-manylinux_2_28_x86_64.whl"],
+     "torch-2.10.0-3-cp312-cp312-manylinux_2_28_x86_64.whl"),
+    # 2.6.0 is tagged manylinux1.
+    (["torch-2.6.0-cp312-cp312-manylinux1_x86_64.whl", "torch-2.6.0-cp312-none-macosx_11_0_arm64.whl"],
+     "torch-2.6.0-cp312-cp312-manylinux1_x86_64.whl"),
+])
+def test_the_wheel_read_is_the_one_pip_installs_on_linux_x86_64(names, picked, tmp_path, monkeypatch):
+    from httpserver import FileServer
+
+    version = picked.split("-")[1]
+    doc = tmp_path / "pypi" / "torch"
+    doc.mkdir(parents=True)
+    files = [{"filename": n, "url": f"/files/{n}", "digests": {"sha256": "0" * 64}} for n in names]
+    (doc / "json").write_text(json.dumps({"releases": {version: files, "9.9.9": []}}))
+    with FileServer(tmp_path) as srv:
+        monkeypatch.setattr(twa, "PYPI_JSON", srv.url + "pypi/{name}/json")
+        got = twa.pypi_wheel(version)
+        assert (got["filename"], got["url"]) == (picked, srv.url + "files/" + picked)
+        with pytest.raises(SystemExit, match="torch 9.9.9: PyPI has no CPython 3.12 manylinux x86_64 wheel"):
+            twa.pypi_wheel("9.9.9")
