@@ -426,12 +426,12 @@ def _assumption_basis(builds: dict, before: list[str], minor: str, variant: str)
     else (a variant new in this release, as cu132 in 2.12) the next lower one of its CUDA major."""
     if before and variant in builds[before[-1]]:
         return before[-1], variant
-    major = variant_release_major(variant)
-    lower = [v for v in builds[minor] if variant_release_major(v) == major and _key(v[2:]) < _key(variant[2:])]
+    major = _variant_major(variant)
+    lower = [v for v in builds[minor] if _variant_major(v) == major and _key(v[2:]) < _key(variant[2:])]
     return (minor, max(lower, key=lambda v: _key(v[2:]))) if lower else None
 
 
-def variant_release_major(variant: str) -> str:
+def _variant_major(variant: str) -> str:
     """cu132 -> 13, cu128 -> 12 (the last digit is the minor)."""
     return variant[2:-1]
 
