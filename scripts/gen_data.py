@@ -15,6 +15,12 @@
         the GPU targets each release's ptxas accepts, read from the binaries of
         NVIDIA's nvidia-cuda-nvcc wheels (`ptxas --help`; 13.x also
         `nvcc --list-gpu-code`), or from toolkits already on this machine.
+    gen_data.py torch-builds [--check]
+        torch_builds.json's builds that a PyPI wheel was read for (the facts
+        scripts/torch_wheel_archs.py records in scripts/data/torch_wheel_archs.json)
+        become those reads, verified; a build whose source says it is "not read from
+        a real wheel: assumed equal to" another follows the same variant of the previous
+        release (or the next lower variant of its CUDA major). Others are kept by hand.
 
 With --check nothing is written: differences are printed and the exit code is 1.
 Examples:
@@ -26,6 +32,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import io
 import json
@@ -302,11 +309,13 @@ def pypi_versions(name: str) -> tuple[list[str], dict]:
     return sorted(finals, key=lambda v: _key(v.split(".post")[0])), meta
 
 
-_DEFAULT_CUDA_RE = re.compile(r"^(?:cuda-toolkit\[[^\]]*\]==|nvidia-cuda-runtime(?:-cu\d+)?==)(\d+)\.(\d+)")
+# 2.6.0 and older write the pin in parentheses: `nvidia-cuda-runtime-cu12 (==12.4.127)`.
+_DEFAULT_CUDA_RE = re.compile(r"^(?:cuda-toolkit\[[^\]]*\]|nvidia-cuda-runtime(?:-cu\d+)?)\(?==(\d+)\.(\d+)")
 
 
 def torch_default_variant(requires_dist: list[str]) -> str | None:
-    """cu132 from `cuda-toolkit[...]==13.2.2` (2.15) or `nvidia-cuda-runtime-cu12==12.8.90` (older)."""
+    """cu132 from `cuda-toolkit[...]==13.2.2` (2.15), `nvidia-cuda-runtime-cu12==12.8.90` (2.8)
+    or `nvidia-cuda-runtime-cu12 (==12.4.127)` (2.6)."""
     for req in requires_dist or []:
         m = _DEFAULT_CUDA_RE.match(req.replace(" ", ""))
         if m:
@@ -355,6 +364,102 @@ def pypi_check(args) -> int:
     return 1 if lines else 0
 
 
+# --- torch builds read from PyPI's wheels -----------------------------------------------------
+
+TORCH_FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
+ASSUMED = "not read from a real wheel: assumed equal to"
+
+
+def _wheel_build(minor: str, variant: str, reads: list[dict]) -> dict:
+    """One build from the reads of its minor's wheels (2.12.0 and 2.12.1), which must agree
+    with each other and, per wheel, with torch.cuda.get_arch_list() baked into it."""
+    for r in reads:
+        if r["variant"] != variant or r["requires_dist_variant"] != variant:
+            raise SystemExit(f"{r['wheel']}: torch.version.cuda {r['torch_version_cuda']} and its Requires-Dist "
+                             f"({r['requires_dist_variant']}) do not name one CUDA build")
+        listed = [a for a in r["get_arch_list"] if a.startswith("sm_")], [a for a in r["get_arch_list"] if a.startswith("compute_")]
+        if (r["sm"], r["ptx"]) != listed:
+            raise SystemExit(f"{r['wheel']}: its fatbin carries SASS {r['sm']} and PTX {r['ptx']}, "
+                             f"its get_arch_list() says {r['get_arch_list']}")
+        if len(r["ptx"]) > 1:
+            raise SystemExit(f"{r['wheel']}: PTX for several targets {r['ptx']}; torch_builds.json holds one")
+    first = reads[0]
+    for r in reads[1:]:
+        if (r["sm"], r["ptx"]) != (first["sm"], first["ptx"]):
+            raise SystemExit(f"torch {minor}+{variant}: {first['wheel']} and {r['wheel']} carry different archs")
+    wheels = ", ".join(f"{r['wheel']} (sha256 {r['sha256']})" for r in reads)
+    return {"sm": first["sm"], "ptx": first["ptx"][0] if first["ptx"] else None, "verified": True,
+            "source": f"read from the PyPI wheel{'s' if len(reads) > 1 else ''} {wheels} by scripts/torch_wheel_archs.py"}
+
+
+def torch_builds_data(table: dict, facts: dict) -> dict:
+    """torch_builds.json as the wheel facts make it, from the file as it is."""
+    out = copy.deepcopy(table)
+    reads: dict[tuple[str, str], list[dict]] = {}
+    for version in sorted(facts["wheels"], key=_key):
+        r = facts["wheels"][version]
+        reads.setdefault((_minor(version), r["variant"]), []).append(r)
+    out["_sources"]["wheels"] = (
+        "builds `read from the PyPI wheel`: the SASS and PTX entries of the fatbin in the wheel's "
+        "torch/lib/libtorch_cuda.so, equal to the get_arch_list() string in libtorch_python.so and "
+        "cross-checked with cuobjdump, read by scripts/torch_wheel_archs.py into "
+        "scripts/data/torch_wheel_archs.json; `scripts/gen_data.py torch-builds` applies them")
+    for (minor, variant), rs in reads.items():
+        out["builds"].setdefault(minor, {})[variant] = _wheel_build(minor, variant, rs)
+        out["pypi_default"][minor] = variant
+    out["pypi_default"] = dict(sorted(out["pypi_default"].items(), key=lambda kv: _key(kv[0])))
+    minors = sorted(out["builds"], key=_key)
+    for i, minor in enumerate(minors):
+        for variant, build in out["builds"][minor].items():
+            if not build["source"].startswith(ASSUMED):
+                continue
+            basis = _assumption_basis(out["builds"], minors[:i], minor, variant)
+            if basis is not None:
+                m, v = basis
+                build.update(sm=list(out["builds"][m][v]["sm"]), ptx=out["builds"][m][v]["ptx"], verified=False,
+                             source=f"{ASSUMED} {m}+{v}")
+    return out
+
+
+def _assumption_basis(builds: dict, before: list[str], minor: str, variant: str) -> tuple[str, str] | None:
+    """The build an unread one is assumed equal to: the same variant of the previous release,
+    else (a variant new in this release, as cu132 in 2.12) the next lower one of its CUDA major."""
+    if before and variant in builds[before[-1]]:
+        return before[-1], variant
+    major = _variant_major(variant)
+    lower = [v for v in builds[minor] if _variant_major(v) == major and _key(v[2:]) < _key(variant[2:])]
+    return (minor, max(lower, key=lambda v: _key(v[2:]))) if lower else None
+
+
+def _variant_major(variant: str) -> str:
+    """cu132 -> 13, cu128 -> 12 (the last digit is the minor)."""
+    return variant[2:-1]
+
+
+def _brief(build: dict | None) -> str:
+    if build is None:
+        return "nothing"
+    return f"{' '.join(build['sm'])} ptx {build['ptx']} verified {build['verified']} ({build['source'][:60]})"
+
+
+def torch_builds(args) -> int:
+    have = load("torch_builds.json")
+    want = torch_builds_data(have, json.loads(TORCH_FACTS.read_text()))
+    if args.check:
+        changed = [f"{m}+{v}: has {_brief(have['builds'].get(m, {}).get(v))}, the facts make {_brief(b)}"
+                   for m, builds in want["builds"].items() for v, b in builds.items()
+                   if have["builds"].get(m, {}).get(v) != b]
+        changed += [f"pypi_default {m}: has {have['pypi_default'].get(m)}, the facts make {v}"
+                    for m, v in want["pypi_default"].items() if have["pypi_default"].get(m) != v]
+        changed += ["_sources differ"] if have["_sources"] != want["_sources"] else []
+        for item in changed:
+            print(f"MISMATCH torch_builds.json {item}")
+        return 1 if changed else 0
+    save("torch_builds.json", want)
+    print(f"wrote {DATA / 'torch_builds.json'}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", dest="check_all",
@@ -370,12 +475,15 @@ def main(argv=None) -> int:
     a.add_argument("--check", action="store_true")
     a.add_argument("--release", action="append", help="release minor such as 12.8 (downloads its nvcc wheel)")
     a.add_argument("--local", action="append", help="a toolkit root on this machine")
+    t = sub.add_parser("torch-builds", help="apply the torch wheel facts to torch_builds.json")
+    t.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
     if args.what is None:
         if not args.check_all:
             p.error("name a subcommand, or give --check to compare the data with PyPI")
         return pypi_check(args)
-    return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check}[args.what](args)
+    return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check,
+            "torch-builds": torch_builds}[args.what](args)
 
 
 if __name__ == "__main__":

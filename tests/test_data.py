@@ -255,3 +255,96 @@ def test_gen_data_nvcc_check(tmp_path):
     r = subprocess.run([sys.executable, str(SCRIPT), "nvcc-releases", "--check", "--offline", "--redist", str(tmp_path)],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "MISMATCH nvcc_releases.json: 13.9.0 ships nvcc 13.9.11, data says None" in r.stdout
+
+
+# --- torch builds read from PyPI's wheels (scripts/torch_wheel_archs.py) -------------------------
+
+TORCH_FACTS = SCRIPT.parent / "data" / "torch_wheel_archs.json"
+
+
+def _gen_data():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gen_data
+
+    return gen_data
+
+
+def test_torch_builds_is_what_the_wheel_facts_make_it():
+    """torch_builds.json is reproducible: `gen_data.py torch-builds` from the checked-in facts
+    changes nothing (and --check says so)."""
+    facts = json.loads(TORCH_FACTS.read_text())
+    assert _gen_data().torch_builds_data(load("torch_builds.json"), facts) == load("torch_builds.json")
+    r = subprocess.run([sys.executable, str(SCRIPT), "torch-builds", "--check"], capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (0, ""), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("minor,variant", [("2.6", "cu124"), ("2.7", "cu126"), ("2.8", "cu128"), ("2.9", "cu128"),
+                                           ("2.10", "cu128"), ("2.11", "cu130"), ("2.12", "cu130"), ("2.13", "cu130"),
+                                           ("2.14", "cu130"), ("2.15", "cu132")])
+def test_pypis_default_builds_are_read_from_their_wheels(minor, variant):
+    """Every torch minor from 2.6 on has its PyPI wheel read: the default build is verified,
+    names the wheel and its sha256, and carries no PTX (2.8 to 2.15 had been assumed to carry
+    compute_120)."""
+    t = load("torch_builds.json")
+    build = t["builds"][minor][variant]
+    assert t["pypi_default"][minor] == variant
+    reads = [r for v, r in json.loads(TORCH_FACTS.read_text())["wheels"].items() if v.rsplit(".", 1)[0] == minor]
+    assert reads and all(r["variant"] == r["requires_dist_variant"] == variant for r in reads)
+    assert build["verified"] and build["ptx"] is None and build["sm"] == reads[0]["get_arch_list"]
+    assert all(f"{r['wheel']} (sha256 {r['sha256']})" in build["source"] for r in reads)
+    assert build["source"].endswith("by scripts/torch_wheel_archs.py")
+
+
+@pytest.mark.parametrize("requires,variant", [
+    (['cuda-toolkit[cublas,cudart,cufft]==13.2.2; platform_system == "Linux"'], "cu132"),  # 2.15.0
+    (['nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux" and platform_machine == "x86_64"'], "cu128"),
+    (['nvidia-cuda-runtime-cu12 (==12.4.127) ; platform_system == "Linux"'], "cu124"),  # 2.6.0's older form
+    (["filelock", "nvidia-cudnn-cu12 (==9.1.0.70)"], None),
+])
+def test_the_cuda_build_a_torch_wheel_pins(requires, variant):
+    assert _gen_data().torch_default_variant(requires) == variant
+
+
+def test_unread_builds_follow_the_build_they_are_assumed_equal_to():
+    """2.12's cu132 (only on PyTorch's own index) is assumed equal to 2.12's cu130, read from
+    PyPI; 2.13's cu132 follows 2.12's. A changed read carries through the assumptions."""
+    b = load("torch_builds.json")["builds"]
+    assert b["2.12"]["cu132"]["source"] == "not read from a real wheel: assumed equal to 2.12+cu130"
+    assert b["2.13"]["cu132"]["source"] == "not read from a real wheel: assumed equal to 2.12+cu132"
+    assert not b["2.13"]["cu132"]["verified"]
+    facts = json.loads(TORCH_FACTS.read_text())
+    for r in facts["wheels"].values():
+        if r["version"].startswith("2.12."):
+            r["sm"] = r["get_arch_list"] = r["sm"][1:]  # as if 2.12 had dropped sm_75
+    made = _gen_data().torch_builds_data(load("torch_builds.json"), facts)["builds"]
+    assert made["2.12"]["cu130"]["sm"][0] == made["2.12"]["cu132"]["sm"][0] == made["2.14"]["cu132"]["sm"][0] == "sm_80"
+    assert made["2.15"]["cu132"]["sm"][0] == "sm_75"  # read itself
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda r: r.update(get_arch_list=r["get_arch_list"] + ["compute_120"]), "its get_arch_list() says"),
+    (lambda r: r.update(requires_dist_variant="cu128"), "do not name one CUDA build"),
+])
+def test_a_wheel_read_that_contradicts_itself_is_refused(change, message):
+    facts = json.loads(TORCH_FACTS.read_text())
+    change(facts["wheels"]["2.13.0"])
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        _gen_data().torch_builds_data(load("torch_builds.json"), facts)
+
+
+def test_torch_builds_check_names_what_differs(tmp_path, monkeypatch, capsys):
+    gen_data = _gen_data()
+    facts = json.loads(TORCH_FACTS.read_text())
+    for r in facts["wheels"].values():
+        if r["version"].startswith("2.14."):
+            r["ptx"], r["get_arch_list"] = ["compute_120"], r["get_arch_list"] + ["compute_120"]
+    fake = tmp_path / "facts.json"
+    fake.write_text(json.dumps(facts))
+    monkeypatch.setattr(gen_data, "TORCH_FACTS", fake)
+    assert gen_data.main(["torch-builds", "--check"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(  # 2.14+cu130, and 2.15+cu130 assumed equal to it
+        "MISMATCH torch_builds.json 2.14+cu130: has sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 ptx None verified True "
+        "(read from the PyPI wheels torch-2.14.0"), lines
+    assert "the facts make sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 ptx compute_120 verified True" in lines[0]
+    assert lines[1].startswith("MISMATCH torch_builds.json 2.15+cu130: has ") and "ptx compute_120 verified False" in lines[1]

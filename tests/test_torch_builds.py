@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 
 from cudaenv import resolver as rs
 from cudaenv.data import load
 from cudaenv.versions import number_key, variant_release
+from fakemachine import Machine
 
 TABLE = load("torch_builds.json")["builds"]
 
@@ -76,14 +75,28 @@ def test_ptx_does_not_reach_back_and_the_message_says_it_is_there():
                                        "sm_90, sm_100, sm_120 (+PTX compute_120)"]
 
 
-def test_the_cli_reports_the_ptx_of_a_build(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "cudaenv", "resolve", "--arch", "sm_110", "--torch-cuda", "13.0",
-                        "--json", "--python", "/nonexistent/python"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    data = json.loads(r.stdout)
-    arch = [f for f in data["findings"] if f["rule"] == "torch-arch"]
-    assert len(arch) == 1 and arch[0]["message"].endswith("(+PTX compute_120)"), data["findings"]
+def _resolve_sm_110(m: Machine, *args: str) -> list[dict]:
+    r = m.cli("resolve", "--arch", "sm_110", "--json", "--python", m.python, *args)
     assert r.returncode == 2, r.stderr
+    return [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "torch-arch"]
+
+
+def test_the_cli_reports_the_ptx_of_a_build(tmp_path):
+    """The torch in the target Python is judged by its own build; one whose PTX the data knows
+    shows it. (PyPI's builds read from 2.8 to 2.15 carry no PTX: their message has none.)"""
+    with_ptx = [(tv, v) for tv in sorted(TABLE, key=number_key) for v, b in TABLE[tv].items() if b.get("ptx")]
+    assert with_ptx, "no build's PTX left to report"
+    tv, v = with_ptx[-1]
+    arch = _resolve_sm_110(Machine(tmp_path / "ptx", torch=f"{tv}.0+{v}"))
+    assert len(arch) == 1 and arch[0]["message"].endswith(f"(+PTX {TABLE[tv][v]['ptx']})"), arch
+
+
+def test_a_build_read_without_ptx_reports_none(tmp_path):
+    """--torch-cuda alone judges the newest build of the variant: 2.15's cu132, read from its wheel."""
+    newest = TABLE[max((tv for tv in TABLE if "cu132" in TABLE[tv]), key=number_key)]["cu132"]
+    assert newest["verified"] and newest["ptx"] is None
+    arch = _resolve_sm_110(Machine(tmp_path, torch=None), "--torch-cuda", "13.2")
+    assert len(arch) == 1 and "PTX" not in arch[0]["message"], arch
 
 
 # --- the build assumed without a torch version --------------------------------------------------
