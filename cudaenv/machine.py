@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import discover, settings
+from . import discover, settings, torch_archs
 from .errors import InputError
 from .versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
 
@@ -77,6 +77,9 @@ class PythonEnv:
     packages: dict[str, Package] = field(default_factory=dict)
     torch_cuda: str | None = None  # torch.version.cuda, read without importing torch
     pip_cuda_headers: dict | None = None  # {"version": "13.0", "include": path} of nvidia/cu13 or cuda_runtime
+    # torch.cuda.get_arch_list() as the installed build has it, read from its library
+    # without importing torch (cudaenv/torch_archs.py); None for no CUDA build or no torch.
+    torch_archs: list[str] | None = None
     error: str | None = None
 
     def version(self, name: str) -> str | None:
@@ -434,7 +437,9 @@ def python_env(python: str | None = None, env=None) -> PythonEnv | None:
     except (OSError, subprocess.SubprocessError, ValueError) as e:
         return PythonEnv(exe, source, [], error=f"cannot run {exe}: {e}")
     packages = scan_packages(dirs)
-    return PythonEnv(exe, source, dirs, packages, torch_cuda_of(packages), pip_cuda_headers(dirs, packages))
+    torch_cuda = torch_cuda_of(packages)
+    archs = torch_archs.installed(packages["torch"].location) if torch_cuda and "torch" in packages else None
+    return PythonEnv(exe, source, dirs, packages, torch_cuda, pip_cuda_headers(dirs, packages), torch_archs=archs)
 
 
 # --- which toolkit each consumer would use ---------------------------------------------------

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from .data import load
 from .machine import known_torch_variants, probe as run_probe
+from .torch_archs import as_build
 from .versions import major_minor, major_of, number_key, torch_variant, variant_release
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -134,6 +135,12 @@ def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | Non
         if best is None or score < best[0]:
             best = (score, tv, v)
     return (best[1], best[2]) if best else None
+
+
+def torch_archs_for(probe) -> list[str] | None:
+    """The installed torch's own arch list, when the torch resolved for is that torch."""
+    py = probe.python
+    return py.torch_archs if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
 
 
 def torch_version_for(probe) -> str | None:
@@ -346,8 +353,9 @@ def driver_constraint(driver: str) -> Constraint | None:
 # --- the resolver ------------------------------------------------------------------------------
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
-                flashinfer: str | None = None) -> Resolution:
-    """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe)."""
+                flashinfer: str | None = None, torch_archs: list[str] | None = None) -> Resolution:
+    """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
+    `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds."""
     archs = list(dict.fromkeys(archs))
     constraints = [arch_constraint(a) for a in archs]
     if torch_cuda:
@@ -359,14 +367,14 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         if dc:
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
-              "flashinfer": flashinfer}
+              "flashinfer": flashinfer, "torch_archs": torch_archs}
     findings: list[Finding] = unknown_arch_findings(archs)
     unknown_torch = torch_unknown_finding(torch_cuda) if torch_cuda else None
     if unknown_torch:
         findings.append(unknown_torch)
     candidates = [r for r in releases() if all(c.allows(r) for c in constraints)]
     if torch_cuda and archs and not unknown_torch:
-        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints)
+        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs)
     if not candidates:
         if not unknown_torch and not any(f.rule == "unknown-arch" for f in findings):
             findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints))
@@ -397,9 +405,13 @@ def switch_fix(release: str) -> str:
     return f"cudaenv install {release} && cudaenv local {release}"
 
 
-def torch_arch_findings(archs, torch_cuda, torch_version, constraints) -> list[Finding]:
+def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs=None) -> list[Finding]:
     variant = torch_variant(torch_cuda)
-    build = torch_build(torch_version, variant)
+    # The installed torch's own list, when read, is the truth about it; the table is for
+    # a torch named only by --torch-cuda, or one whose library did not say.
+    build = as_build(torch_archs) if torch_archs else torch_build(torch_version, variant)
+    source = ("torch.cuda.get_arch_list() of the installed torch (its lib/libtorch_python.so)" if torch_archs
+              else "cudaenv/data/torch_builds.json")
     if build is None:
         return []
     missing = [a for a in archs if not _covers(build, a)]
@@ -414,7 +426,7 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints) -> list[F
     return [Finding("error", "torch-arch",
                     f"{label} lacks {', '.join(missing)}: its own kernels cover {', '.join(build['sm'])}"
                     + (f" (+PTX {build['ptx']})" if build.get("ptx") else ""),
-                    fix, "cudaenv/data/torch_builds.json")]
+                    fix, source)]
 
 
 def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding:
@@ -474,7 +486,8 @@ def resolve(probe=None, **probe_args) -> Resolution:
     """Resolve for this machine (or the given Probe); probe_args as for cudaenv.machine.probe()."""
     if probe is None:
         probe = run_probe(**probe_args)
-    return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer)
+    return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
+                     torch_archs_for(probe))
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

@@ -368,6 +368,8 @@ def pypi_check(args) -> int:
 
 TORCH_FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
 ASSUMED = "not read from a real wheel: assumed equal to"
+CONTRADICTED = ("not read from a wheel; its PTX target is left out, as every wheel read of this variant "
+                "(scripts/data/torch_wheel_archs.json) carries none")
 
 
 def _wheel_build(minor: str, variant: str, reads: list[dict]) -> dict:
@@ -408,6 +410,14 @@ def torch_builds_data(table: dict, facts: dict) -> dict:
         out["builds"].setdefault(minor, {})[variant] = _wheel_build(minor, variant, rs)
         out["pypi_default"][minor] = variant
     out["pypi_default"] = dict(sorted(out["pypi_default"].items(), key=lambda kv: _key(kv[0])))
+    # A PTX target that no wheel showed, where every wheel read of that variant has none (as
+    # pytorch/pytorch#172352's "12.0+PTX" for cu130): not taken; the SASS list stays, unverified.
+    read_ptx = {(m, v): any(r["ptx"] for r in rs) for (m, v), rs in reads.items()}
+    for minor, builds in out["builds"].items():
+        for variant, build in builds.items():
+            same = [has for (m, v), has in read_ptx.items() if v == variant]
+            if build.get("ptx") and (minor, variant) not in reads and same and not any(same):
+                build.update(ptx=None, verified=False, source=f"{CONTRADICTED} ({build['source']})")
     minors = sorted(out["builds"], key=_key)
     for i, minor in enumerate(minors):
         for variant, build in out["builds"][minor].items():

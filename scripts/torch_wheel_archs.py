@@ -51,7 +51,10 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from gen_data import PYPI_JSON, torch_default_variant  # noqa: E402
+
+from cudaenv import torch_archs  # noqa: E402
 
 FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
 WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
@@ -61,10 +64,6 @@ FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_ELF = 1, 2
 FLAG_ARCH_SPECIFIC, FLAG_FAMILY = 0x100000, 0x200000
 _VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
-_ARCH_TOKEN = rb"(?:sm|compute)_\d+[af]?"
-# A NUL-terminated string of arch names: the CUDA_ARCH_FLAGS get_arch_list() splits. Its start
-# is not always after a NUL: in 2.8.0 it directly follows the unterminated bytes of another constant.
-_ARCH_FLAGS_RE = re.compile(rb"(" + _ARCH_TOKEN + rb"(?: " + _ARCH_TOKEN + rb")+)\x00")
 CHUNK = 1 << 20
 
 
@@ -260,12 +259,12 @@ def _member(z: zipfile.ZipFile, name: str, dest: Path) -> Path:
 
 
 def arch_flags(path: Path) -> list[str]:
-    """The CUDA_ARCH_FLAGS string in libtorch_python.so that torch.cuda.get_arch_list() splits."""
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-        found = {m.group(1).decode() for m in _ARCH_FLAGS_RE.finditer(buf)}
-    if len(found) != 1:
-        raise SystemExit(f"{path.name}: expected one arch list string, found {sorted(found)}")
-    return found.pop().split()
+    """The CUDA_ARCH_FLAGS string in libtorch_python.so that torch.cuda.get_arch_list() splits:
+    read as cudaenv reads an installed torch's (cudaenv/torch_archs.py)."""
+    try:
+        return torch_archs.arch_list_in(path)
+    except torch_archs.ArchListError as e:
+        raise SystemExit(str(e)) from None
 
 
 def read_wheel(wheel: Path, cuobjdump: Path | None, tmp: Path) -> dict:

@@ -116,7 +116,10 @@ class Machine:
         d.mkdir(parents=True, exist_ok=True)
         (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
 
-    def install_torch(self, version: str):
+    def install_torch(self, version: str, arch_list: str | None = None):
+        """A torch wheel's files that cudaenv reads; with `arch_list` ("sm_75 sm_120 compute_120"),
+        also its lib/libtorch_python.so holding that CUDA_ARCH_FLAGS string among other
+        constants, as a real build has it."""
         self.dist("torch", version)
         cuda = None
         if "+cu" in version:
@@ -130,6 +133,12 @@ class Machine:
             "git_version = '0fabc3ba44823f257e70ce397d989c8de5e362c1'\nhip: Optional[str] = None\n")
         # Reading must never import torch: an import would fail loudly here.
         (pkg / "__init__.py").write_text("raise ImportError('cudaenv must not import torch')\n")
+        if arch_list is not None:
+            (pkg / "lib").mkdir(exist_ok=True)
+            # ELF-ish bytes around it: other NUL-terminated constants, one arch name alone among them.
+            (pkg / "lib" / "libtorch_python.so").write_bytes(
+                b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 64 + b"sm_90\x00CUDA error: %s\x00"
+                + arch_list.encode() + b"\x00" + b"_ZN5torch4cuda\x00" * 100)
 
     def install_triton(self, version: str, ptxas_release: str = "12.8.1"):
         self.dist("triton", version)

@@ -36,7 +36,8 @@ def _torch_arch(findings) -> list[str]:
 def test_every_build_with_ptx_names_a_compute_target():
     """The PTX branch reads `compute_XY`: a typo in the data would silently disable it."""
     ptx = {b["ptx"] for builds in TABLE.values() for b in builds.values() if b.get("ptx")}
-    assert ptx and all(rs._covers({"sm": [], "ptx": p}, "sm_" + p.removeprefix("compute_")) for p in ptx), ptx
+    # Today no build in the table has PTX (none of PyPI's, read from their wheels, does).
+    assert all(rs._covers({"sm": [], "ptx": p}, "sm_" + p.removeprefix("compute_")) for p in ptx), ptx
 
 
 @pytest.mark.parametrize("build, gpu, runs", [
@@ -58,19 +59,23 @@ def test_what_a_build_runs_on(build, gpu, runs):
     assert rs._covers(build, gpu) is runs
 
 
+BUILT_WITH_PTX = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]
+
+
 def test_a_gpu_newer_than_any_sass_is_reached_by_torchs_ptx():
-    """sm_130 (newer than every release cudaenv knows): torch 2.9+cu130 ships compute_120 PTX,
-    so its kernels JIT there and torch is not blamed; 2.7+cu128 ships no PTX and is."""
-    with_ptx = rs.recommend(["sm_130"], "13.0", "2.9.0+cu130")
+    """sm_130 (newer than every release cudaenv knows): a torch built with compute_120 PTX JITs
+    there and is not blamed; one without PTX (every PyPI build read, 2.6 to 2.15) is."""
+    with_ptx = rs.recommend(["sm_130"], "13.0", "2.9.0+cu130", torch_archs=BUILT_WITH_PTX)
     assert _torch_arch(with_ptx.findings) == []
     without = rs.recommend(["sm_130"], "12.8", "2.7.1+cu128")
     assert _torch_arch(without.findings) == [
         "torch 2.7+cu128 lacks sm_130: its own kernels cover sm_75, sm_80, sm_86, sm_90, sm_100, sm_120"]
+    assert _torch_arch(rs.recommend(["sm_130"], "13.0", "2.9.0+cu130").findings)  # the table's 2.9 cu130: no PTX
 
 
 def test_ptx_does_not_reach_back_and_the_message_says_it_is_there():
     """sm_110 (Thor) is older than compute_120 and of another major than any SASS in the build."""
-    r = rs.recommend(["sm_110"], "13.0", "2.9.0+cu130")
+    r = rs.recommend(["sm_110"], "13.0", "2.9.0+cu130", torch_archs=BUILT_WITH_PTX)
     assert _torch_arch(r.findings) == ["torch 2.9+cu130 lacks sm_110: its own kernels cover sm_75, sm_80, sm_86, "
                                        "sm_90, sm_100, sm_120 (+PTX compute_120)"]
 
@@ -81,14 +86,31 @@ def _resolve_sm_110(m: Machine, *args: str) -> list[dict]:
     return [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "torch-arch"]
 
 
-def test_the_cli_reports_the_ptx_of_a_build(tmp_path):
-    """The torch in the target Python is judged by its own build; one whose PTX the data knows
-    shows it. (PyPI's builds read from 2.8 to 2.15 carry no PTX: their message has none.)"""
-    with_ptx = [(tv, v) for tv in sorted(TABLE, key=number_key) for v, b in TABLE[tv].items() if b.get("ptx")]
-    assert with_ptx, "no build's PTX left to report"
-    tv, v = with_ptx[-1]
-    arch = _resolve_sm_110(Machine(tmp_path / "ptx", torch=f"{tv}.0+{v}"))
-    assert len(arch) == 1 and arch[0]["message"].endswith(f"(+PTX {TABLE[tv][v]['ptx']})"), arch
+def test_the_installed_torch_is_judged_by_its_own_arch_list(tmp_path):
+    """The torch in the target Python says what it carries (get_arch_list()'s string in its
+    libtorch_python.so): its PTX shows, and the finding names that source, not the table."""
+    m = Machine(tmp_path / "ptx", torch=None)
+    m.install_torch("2.9.0+cu130", arch_list=" ".join(BUILT_WITH_PTX))
+    arch = _resolve_sm_110(m)
+    assert len(arch) == 1 and arch[0]["message"].endswith("(+PTX compute_120)"), arch
+    assert "get_arch_list() of the installed torch" in json.dumps(arch)
+
+
+def test_the_installed_torch_beats_the_table(tmp_path):
+    """A torch from PyTorch's own index, whose table entry is only assumed (2.12+cu126: no
+    sm_100, sm_120): built for Blackwell after all, so doctor must not send the user to
+    reinstall torch. Without its library to read, the table speaks."""
+    assert not TABLE["2.12"]["cu126"]["verified"] and "sm_120" not in TABLE["2.12"]["cu126"]["sm"]
+    own = Machine(tmp_path / "own", torch=None)
+    own.install_torch("2.12.0+cu126", arch_list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 sm_100 sm_120")
+    table = Machine(tmp_path / "table", torch="2.12.0+cu126")
+    for m, blamed in ((own, False), (table, True)):
+        r = m.cli("resolve", "--arch", "sm_120", "--json", "--python", m.python)
+        findings = [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "torch-arch"]
+        assert bool(findings) is blamed, (m.tmp, findings)
+        r = m.cli("doctor", "--json", "--arch", "sm_120", "--python", m.python)
+        (check,) = [c for c in json.loads(r.stdout)["checks"] if c["id"] == "torch-arch"]
+        assert (check["status"] == "error") is blamed, check
 
 
 def test_a_build_read_without_ptx_reports_none(tmp_path):

@@ -105,13 +105,6 @@ def test_bytes_that_are_no_fatbin_are_refused(tmp_path):
         twa.file_fatbin_entries(fatbin)
 
 
-def _cuobjdump(root: Path) -> Path | None:
-    for candidate in (root / "bin" / "cuobjdump", shutil.which("cuobjdump")):
-        if candidate and os.access(candidate, os.X_OK):
-            return Path(candidate)
-    return None
-
-
 def _agrees_with_cuobjdump(tool: Path, torchlike: Path) -> None:
     lib = torchlike / "libtorch_cuda.so"
     listed = twa.cuobjdump_entries(tool, lib)
@@ -119,18 +112,10 @@ def _agrees_with_cuobjdump(tool: Path, torchlike: Path) -> None:
     assert twa.as_cuobjdump_lists(twa.file_fatbin_entries(lib)) == twa.as_cuobjdump_lists(listed)
 
 
-def test_parser_agrees_with_a_local_cuobjdump(torchlike):
-    root = require("nvcc")
-    tool = _cuobjdump(root)
-    if tool is None:
-        pytest.skip(f"no cuobjdump in {root}/bin or on PATH (a 13.0 installed from PyPI's nvcc wheels has "
-                    "none); test_parser_agrees_with_cuobjdump_from_pypi fetches NVIDIA's")
-    _agrees_with_cuobjdump(tool, torchlike)
-
-
 @pytest.mark.network
 def test_parser_agrees_with_cuobjdump_from_pypi(torchlike, tmp_path):
-    """NVIDIA's nvidia-cuda-cuobjdump wheel (300 kB), as --fetch-cuobjdump uses it."""
+    """NVIDIA's nvidia-cuda-cuobjdump wheel (300 kB), as --fetch-cuobjdump uses it. (No toolkit
+    here has a cuobjdump of its own: PyPI's nvcc wheels leave it out.)"""
     _agrees_with_cuobjdump(twa.fetch_cuobjdump(tmp_path), torchlike)
 
 
@@ -226,3 +211,26 @@ def test_the_wheel_read_is_the_one_pip_installs_on_linux_x86_64(names, picked, t
         assert (got["filename"], got["url"]) == (picked, srv.url + "files/" + picked)
         with pytest.raises(SystemExit, match="torch 9.9.9: PyPI has no CPython 3.12 manylinux x86_64 wheel"):
             twa.pypi_wheel("9.9.9")
+
+
+def test_cudaenv_reads_an_installed_torchs_arch_list(torchlike, tmp_path):
+    """cudaenv.torch_archs, which doctor uses on the torch in the target Python, reads the list
+    from a library the real compiler made; it says nothing rather than guess when there are two
+    lists, none, or no library."""
+    from cudaenv import torch_archs
+
+    site = tmp_path / "site"
+    (site / "torch" / "lib").mkdir(parents=True)
+    shutil.copy(torchlike / "libtorch_python.so", site / "torch" / "lib" / "libtorch_python.so")
+    assert torch_archs.installed(site) == ["sm_75", "sm_90", "sm_120"]
+    assert torch_archs.as_build(["sm_75", "sm_90", "compute_90", "compute_120"]) == {
+        "sm": ["sm_75", "sm_90"], "ptx": "compute_120"}
+    two = tmp_path / "two"
+    (two / "torch" / "lib").mkdir(parents=True)
+    (two / "torch" / "lib" / "libtorch_python.so").write_bytes(b"\x7fELF sm_75 sm_80\x00 x sm_86 sm_90\x00")
+    (tmp_path / "none" / "torch" / "lib").mkdir(parents=True)
+    (tmp_path / "none" / "torch" / "lib" / "libtorch_python.so").write_bytes(b"\x7fELF no list here\x00")
+    (tmp_path / "empty" / "torch" / "lib").mkdir(parents=True)
+    (tmp_path / "empty" / "torch" / "lib" / "libtorch_python.so").write_bytes(b"")
+    for where in (two, tmp_path / "none", tmp_path / "empty", tmp_path / "missing"):
+        assert torch_archs.installed(where) is None, where
