@@ -14,7 +14,10 @@
 # 3. A base image standing in for python:3.12-slim, which lives on Docker Hub: Debian bookworm
 #    (debootstrap --variant=minbase from deb.debian.org) with python3, pip, venv and
 #    ca-certificates, under a tag that says it is local. pip installs as root into /usr/local, as
-#    in the python image: Debian's EXTERNALLY-MANAGED marker is removed. The root filesystem is
+#    in the python image: Debian's EXTERNALLY-MANAGED marker is removed. The certificate
+#    authorities this machine adds (/usr/local/share/ca-certificates, e.g. a TLS-inspecting egress
+#    proxy's) are trusted in the image too, or its pip could not reach PyPI from here where the
+#    host's can. The root filesystem is
 #    kept as a tarball in $CUDAENV_CI_CACHE/docker (default ~/.cache/cudaenv-ci/docker): a later
 #    run imports it, or finds the image already loaded.
 #
@@ -27,8 +30,11 @@ cache=${CUDAENV_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cudaenv-ci}/docker
 suite=bookworm
 mirror=${CUDAENV_CI_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 packages=python3,python3-pip,python3-venv,python-is-python3,ca-certificates
+local_cas=(/usr/local/share/ca-certificates/*.crt)
+[ -e "${local_cas[0]}" ] || local_cas=()
 # What the image is made of: a changed recipe gets a new tarball and a new image, never a stale one.
-recipe=$(printf '%s\n' "$suite" "$packages" "no-EXTERNALLY-MANAGED" "LANG=C.UTF-8" | sha256sum | cut -c1-12)
+recipe=$({ printf '%s\n' "$suite" "$packages" "no-EXTERNALLY-MANAGED" "LANG=C.UTF-8"; cat "${local_cas[@]}" /dev/null; } \
+  | sha256sum | cut -c1-12)
 tarball=$cache/python-base-$suite-$recipe.tar
 say() { echo "ci_docker: $*" >&2; }
 start=$SECONDS
@@ -80,8 +86,13 @@ if [ ! -s "$tarball" ]; then
   debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror" >"$cache/debootstrap.log" 2>&1 \
     || { tail -n 5 "$cache/debootstrap.log" >&2; exit 1; }
   rm -f "$rootfs"/usr/lib/python3*/EXTERNALLY-MANAGED
+  if [ "${#local_cas[@]}" -gt 0 ]; then
+    cp "${local_cas[@]}" "$rootfs/usr/local/share/ca-certificates/"
+    chroot "$rootfs" update-ca-certificates >&2
+  fi
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   tar --numeric-owner -C "$rootfs" -cf "$tarball.part" .
+  rm -f "$cache"/python-base-*.tar  # an older recipe's
   mv "$tarball.part" "$tarball"
   rm -rf "$rootfs"
   trap - EXIT
