@@ -73,6 +73,11 @@ else
   say "daemon: started dockerd (pid $!, $(docker info --format '{{.Driver}}') storage, log $cache/dockerd.log)"
 fi
 
+if [ "$(docker info --format '{{.Driver}}')" = vfs ] && grep -qw overlay /proc/filesystems; then
+  say "warning: the daemon's vfs storage copies every layer in full (the docker test takes minutes and"
+  say "gigabytes, not seconds); this kernel has overlayfs: restart dockerd without --storage-driver=vfs"
+fi
+
 if [ "$(docker image inspect --format '{{index .Config.Labels "org.cudaenv.test-base"}}' "$tag" 2>/dev/null)" = "$recipe" ]; then
   say "base image: $tag already loaded"
   echo "$tag"
