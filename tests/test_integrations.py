@@ -286,7 +286,7 @@ def prune_build_cache(client: str, ids) -> None:
 
 @pytest.fixture(scope="module")
 def docker_daemon():
-    """(client, base image, why the Dockerfile's own images are not used) or a skip saying what is missing."""
+    """A docker client that builds with BuildKit and reaches a daemon, or a skip saying which is missing."""
     client = buildkit_docker_client()
     if client is None:
         which = shutil.which("docker")
@@ -317,8 +317,8 @@ def test_multistage_dockerfile_builds_with_docker(tmp_path, mirror, cudaenv_whee
             pytest.skip(f"cannot pull {', '.join(sorted(images))} ({errors[:160]}) and no local stand-in "
                         f"{DOCKER_BASE_STAND_IN}: `bash scripts/ci_docker.sh` builds it")
         base = DOCKER_BASE_STAND_IN
-    # The `# syntax=` frontend image is fetched the same way; without it the builder's built-in
-    # Dockerfile frontend reads the file (it has RUN --mount, the one newer feature used here).
+    # A `# syntax=` frontend image is fetched the same way; without it the Dockerfile frontend built
+    # into the daemon reads the file (the example needs nothing newer than Docker 20.10's).
     keep_syntax = syntax is None or image_available(client, syntax.group(1))[0]
 
     pid = os.getpid()
@@ -348,9 +348,13 @@ def test_multistage_dockerfile_builds_with_docker(tmp_path, mirror, cudaenv_whee
     def build(pip: str) -> list:
         """The archives the mirror served to a build of the image with CUDAENV_PIP=`pip`."""
         before = len(mirror.requests)
-        r = docker(client, "build", "--network", "host", "-t", tag, "--build-arg", f"CUDAENV_PIP={pip}",
-                   "--build-arg", f"CUDAENV_REDIST_URL={mirror.url}", str(context), timeout=1800)
+        r = docker(client, "build", "--progress", "plain", "--network", "host", "-t", tag,
+                   "--build-arg", f"CUDAENV_PIP={pip}", "--build-arg", f"CUDAENV_REDIST_URL={mirror.url}",
+                   str(context), timeout=1800)
         assert r.returncode == 0, r.stderr[-3000:]
+        # The install step ran: BuildKit's plain log gives a step its number, and says `#N CACHED` if it did not.
+        step = re.search(r"^(#\d+) \[builder [^]]*\] RUN --mount=type=cache.*cudaenv install", r.stderr, re.M)
+        assert step and f"\n{step.group(1)} CACHED" not in r.stderr, r.stderr[-3000:]
         return [q for q in mirror.requests[before:] if q[1].endswith(".tar.xz")]
 
     # The example's download cache on this daemon starts empty: a warm one, from an earlier build,
