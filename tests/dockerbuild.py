@@ -5,15 +5,22 @@ This executes what the Dockerfile says, stage by stage, on the host:
 - parsing as Docker does: comment lines dropped (also inside continuations), backslash
   continuations joined, the parser directive line ignored;
 - ARG before the first FROM is global and is brought into a stage by a bare `ARG NAME`;
-  `--build-arg` overrides only declared ARGs; ENV and ARG values, WORKDIR, COPY paths and
-  RUN flags get Docker's $VAR / ${VAR} / ${VAR:-default} substitution; RUN commands are
+  `--build-arg` overrides only declared ARGs; ENV and ARG values, WORKDIR and COPY paths
+  get Docker's $VAR / ${VAR} / ${VAR:-default} substitution (RUN flags do not, see
+  --mount below); RUN commands are
   left to `sh -c`, which expands them from the environment (ENV plus ARG), as Docker's
   shell form does;
 - each FROM starts a fresh "image": its own HOME, its own Python environment for `pip`
   (a venv, which is what the python base image's /usr/local is to pip), and a fresh
   filesystem root for paths that are not given as build args;
-- RUN --mount=type=cache: the target directory exists during the RUN; nothing else of
-  the flag matters outside BuildKit;
+- RUN --mount=type=cache,target=T: T is a directory of the build's cache store (one per
+  target or id=, kept by `cache_root` across runs as BuildKit keeps it across builds) for
+  that RUN only: the RUN's environment values that name T or a path under it name that
+  directory instead, and the image itself never holds T. The mount's options are taken
+  literally, as the Dockerfile frontend built into Docker 20.10 does (variables in them are
+  expanded only from dockerfile 1.3 on, which needs a `# syntax=` image fetched from a
+  registry): an option with a variable is refused, since that frontend would mount at
+  the unexpanded text and leave the named directory an ordinary one;
 - COPY --from=STAGE SRC DEST: when a stage ends, every path it wrote that a later stage
   may name by the same absolute path (build-arg paths) is moved aside into that stage's
   layer, so the next stage sees at that path exactly what its COPY brings, nothing else.
@@ -92,14 +99,16 @@ class Stage:
 
 class DockerfileRun:
     def __init__(self, dockerfile: Path, context: Path, work: Path, build_args: dict, base_env: dict,
-                 arg_paths: tuple[str, ...] = ()):
-        """`arg_paths`: build args that name absolute paths (used as they are, kept apart per stage)."""
+                 arg_paths: tuple[str, ...] = (), cache_root: Path | None = None):
+        """`arg_paths`: build args that name absolute paths (used as they are, kept apart per stage).
+        `cache_root`: where cache mounts live (default: under `work`, so only this build's)."""
         self.instructions = logical_lines(dockerfile.read_text())
         self.context = context
         self.work = work
         self.build_args = build_args
         self.base_env = base_env
         self.arg_paths = [build_args[a] for a in arg_paths]
+        self.cache_root = cache_root or work / "cache-mounts"
         self.stages: dict[str, Stage] = {}
         self.layers: dict[str, Path] = {}  # stage name -> where its build-arg paths were moved
         self.log: list[str] = []
@@ -217,20 +226,30 @@ class DockerfileRun:
                 shutil.copy2(origin, target, follow_symlinks=False)
 
     def run_shell(self, stage: Stage, rest: str) -> None:
-        variables = self.variables(stage)
+        env = {**stage.args, **stage.env}
         while rest.startswith("--"):
             flag, _, rest = rest.partition(" ")
-            flag = substitute(flag, variables)
             if flag.startswith("--mount="):
+                if "$" in flag:
+                    raise ValueError(f"RUN {flag}: Docker 20.10's built-in Dockerfile frontend takes mount "
+                                     f"options literally (variables need dockerfile 1.3+): it would mount "
+                                     f"at the unexpanded text")
                 opts = dict(o.partition("=")[::2] for o in flag[len("--mount="):].split(","))
                 if opts.get("type") == "cache":
-                    self.host_path(stage, opts["target"]).mkdir(parents=True, exist_ok=True)
+                    env = self.cache_mount(opts, env)
             rest = rest.lstrip()
-        env = {**stage.args, **stage.env}
         r = subprocess.run(["sh", "-c", rest], cwd=self.host_path(stage, stage.workdir), env=env,
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise AssertionError(f"RUN {rest!r} failed with {r.returncode}:\n{r.stdout}\n{r.stderr}")
+
+    def cache_mount(self, opts: dict, env: dict) -> dict:
+        """The cache store's directory for this mount, and `env` with its target's paths pointing there."""
+        target = os.path.normpath(opts["target"])
+        store = self.cache_root / (opts.get("id") or target).strip("/").replace("/", "_")
+        store.mkdir(parents=True, exist_ok=True)
+        return {k: str(store) + v[len(target):] if v == target or v.startswith(target + "/") else v
+                for k, v in env.items()}
 
     def container(self, stage: Stage, *command: str, cwd: str | None = None) -> subprocess.CompletedProcess:
         """`docker run IMAGE [command...]`: ENTRYPOINT plus the command (else CMD), with the image's ENV only."""
