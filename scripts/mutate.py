@@ -145,6 +145,14 @@ MUTATIONS = [
              "the shim's scan of versions/ takes a directory named 13..0 for a toolkit"),
     Mutation("H1", "shims/hook.sh", 'key="${key}file|$_ce_file|$_ce_raw"', 'key="${key}file|$_ce_file|"',
              "the hook's cache key ignores the file's content"),
+    Mutation("H2", "shims/hook.sh", '|${CUDAENV_LD_LIBRARY_PATH-}|${CUDAENV_SHARED_ROOTS-}|"',
+             '|${CUDAENV_LD_LIBRARY_PATH-}|"',
+             "the hook keeps a shared store's toolkit after the store is no longer listed"),
+    Mutation("H3", "shims/hook.sh", '[ -z "${_CUDAENV_MISSING-}" ] || ! _cudaenv_installed_since || _CUDAENV_KEY=\n',
+             "", "a release installed elsewhere is not applied until the directory changes"),
+    Mutation("T1", "cudaenv/resolver.py", "build = as_build(torch_archs) if torch_archs else",
+             "build = None if torch_archs else",
+             "the installed torch's own arch list is ignored in favour of the table"),
 ]
 
 

@@ -462,3 +462,30 @@ def test_unchanged_prompt_costs_the_same_with_three_shared_stores(shell, tmp_pat
 def base_env_of(env: dict, store: Path) -> dict:
     """`env` for an admin whose store is `store` (no shared stores of its own)."""
     return {**{k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}, "CUDAENV_ROOT": str(store)}
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_changing_the_shared_stores_setting_applies_at_the_next_prompt(shell, world):
+    """The setting is part of what the hook compares: a toolkit that only a shared store holds
+    is applied when the store is listed, and dropped (with the one message) when it no longer is,
+    in the same directory."""
+    tmp, root, env, init = world
+    from toolkits import managed
+
+    shared = tmp / "shared"
+    tk = managed(shared, "13.1.0")
+    base = {k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(base, CUDAENV_ROOT=str(shared)),
+                   check=True, capture_output=True)
+    (tmp / "p131").mkdir()
+    (tmp / "p131" / ".cuda-version").write_text("13.1\n")
+    if shell == "fish":
+        on, off = f"set -gx CUDAENV_SHARED_ROOTS {shared}\n", "set -e CUDAENV_SHARED_ROOTS\n"
+    else:
+        on, off = f"export CUDAENV_SHARED_ROOTS={shared}\n", "unset CUDAENV_SHARED_ROOTS\n"
+    body = on + f"cd {tmp}/p131\nprompt\nshow\n" + off + "prompt\nprompt\nshow\n"
+    p, (listed, unlisted) = session(shell, world, body)
+    assert listed["CUDA_HOME"] == str(tk) and listed["PATH"].startswith(f"{tk}/bin:"), (shell, listed)
+    assert unlisted["CUDA_HOME"] == "/opt/users-own-cuda" and str(tk) not in unlisted["PATH"], (shell, unlisted)
+    errs = p.stderr.strip().splitlines()
+    assert len(errs) == 1 and "cudaenv install 13.1" in errs[0], p.stderr
