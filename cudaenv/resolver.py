@@ -139,8 +139,7 @@ def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | Non
 
 def torch_archs_for(probe) -> list[str] | None:
     """The installed torch's own arch list, when the torch resolved for is that torch."""
-    py = probe.python
-    return py.torch_archs if py and probe.torch_cuda and py.torch_cuda == probe.torch_cuda else None
+    return probe.python.torch_archs if torch_version_for(probe) else None
 
 
 def torch_version_for(probe) -> str | None:

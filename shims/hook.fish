@@ -372,8 +372,8 @@ function __cudaenv_shared -a r
         test -e "$marker"; and set -g __cudaenv_stale 1
         return 0
     end
-    # The setting is checked and normalized once per value, so once per shell:
-    # at each prompt only each store's versions/ is tested and the marker read.
+    # The setting is checked and normalized once per value, so once per shell;
+    # the hook calls this only when it selects, not at every prompt.
     if not set -q __cudaenv_shared_checked; or test "$__cudaenv_shared_checked" != "$CUDAENV_SHARED_ROOTS"
         # Checked whole first: a newline inside would otherwise split an entry in two.
         set -l bad (string match -qr '[^ -~]' -- "$CUDAENV_SHARED_ROOTS"; and echo 1)

@@ -267,8 +267,8 @@ _cudaenv_shared() {
             return 0 ;;
     esac
     # The setting is checked and normalized once per value: a prompt hook
-    # does that once per shell, and at each prompt only tests each store's
-    # versions/ and reads the marker. The checks (~30 µs a pattern in bash)
+    # does that once per shell (and looks at the stores only when it selects,
+    # not at a prompt where nothing changed). The checks (~30 µs a pattern in bash)
     # look at the whole value: an entry is relative where the value or a
     # field starts with anything but "/", and a byte that is not printable
     # ASCII is in some entry. select-rare.sh names the first bad entry.
