@@ -47,6 +47,8 @@ import zipfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "cudaenv" / "data"
+sys.path.insert(0, str(DATA.parent.parent))
+from cudaenv.versions import major_of, number_key, variant_release  # noqa: E402
 # A mirror (or a test's loopback server) can stand in for PyPI's JSON API.
 PYPI_JSON = os.environ.get("CUDAENV_GEN_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
 _RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")
@@ -436,14 +438,10 @@ def _assumption_basis(builds: dict, before: list[str], minor: str, variant: str)
     else (a variant new in this release, as cu132 in 2.12) the next lower one of its CUDA major."""
     if before and variant in builds[before[-1]]:
         return before[-1], variant
-    major = _variant_major(variant)
-    lower = [v for v in builds[minor] if _variant_major(v) == major and _key(v[2:]) < _key(variant[2:])]
-    return (minor, max(lower, key=lambda v: _key(v[2:]))) if lower else None
-
-
-def _variant_major(variant: str) -> str:
-    """cu132 -> 13, cu128 -> 12 (the last digit is the minor)."""
-    return variant[2:-1]
+    release = variant_release(variant)
+    lower = [v for v in builds[minor] if major_of(variant_release(v)) == major_of(release)
+             and number_key(variant_release(v)) < number_key(release)]
+    return (minor, max(lower, key=lambda v: number_key(variant_release(v)))) if lower else None
 
 
 def _brief(build: dict | None) -> str:
