@@ -55,6 +55,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from gen_data import PYPI_JSON, torch_default_variant  # noqa: E402
 
 from cudaenv import torch_archs  # noqa: E402
+from cudaenv.download import file_sha256  # noqa: E402
 
 FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
 WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
@@ -228,16 +229,8 @@ def pypi_wheel(version: str) -> dict:
     return dict(record, url=urllib.parse.urljoin(url, record["url"]))
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def download(url: str, dest: Path, sha256: str) -> Path:
-    if dest.exists() and sha256_of(dest) == sha256:
+    if dest.exists() and file_sha256(dest) == sha256:
         return dest
     tmp = dest.with_suffix(dest.suffix + ".part")
     h = hashlib.sha256()
