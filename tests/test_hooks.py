@@ -353,9 +353,7 @@ def test_missing_release_installed_elsewhere_applies_at_the_next_prompt(shell, w
 
     shared = tmp / "shared"
     managed(shared, "12.8.1")
-    base = {k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}
-    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(base, CUDAENV_ROOT=str(shared)),
-                   check=True, capture_output=True)
+    admin_rehash(env, shared)
     staged131, staged129 = managed(tmp / "stage", "13.1.0"), managed(tmp / "stage", "12.9.1")
     for name, release in (("p131", "13.1"), ("p129", "12.9")):
         (tmp / name).mkdir()
@@ -432,8 +430,7 @@ def test_unchanged_prompt_costs_the_same_with_three_shared_stores(shell, tmp_pat
             managed(store, release)
         if i == 2:
             managed(store, "13.0.2")
-        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=base_env_of(one, store),
-                       check=True, capture_output=True)
+        admin_rehash(one, store)
     assert sum(len(list((s / "versions").iterdir())) for s in shared) == 49
     three = dict(rehashed_store(tmp_path / "user", releases=("12.8.1",)),
                  CUDAENV_SHARED_ROOTS=":".join(map(str, shared)))
@@ -459,9 +456,10 @@ def test_unchanged_prompt_costs_the_same_with_three_shared_stores(shell, tmp_pat
     assert not any(c[0] == "execve" for c in traces["one"])
 
 
-def base_env_of(env: dict, store: Path) -> dict:
-    """`env` for an admin whose store is `store` (no shared stores of its own)."""
-    return {**{k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}, "CUDAENV_ROOT": str(store)}
+def admin_rehash(env: dict, store: Path) -> None:
+    """`cudaenv rehash` by the admin of `store`: `env` with that store as its own, and no shared stores."""
+    admin = {**{k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}, "CUDAENV_ROOT": str(store)}
+    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=admin, check=True, capture_output=True)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -474,9 +472,7 @@ def test_changing_the_shared_stores_setting_applies_at_the_next_prompt(shell, wo
 
     shared = tmp / "shared"
     tk = managed(shared, "13.1.0")
-    base = {k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}
-    subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(base, CUDAENV_ROOT=str(shared)),
-                   check=True, capture_output=True)
+    admin_rehash(env, shared)
     (tmp / "p131").mkdir()
     (tmp / "p131" / ".cuda-version").write_text("13.1\n")
     if shell == "fish":
