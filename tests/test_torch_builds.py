@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +115,20 @@ def test_the_installed_torch_beats_the_table(tmp_path):
         r = m.cli("doctor", "--json", "--arch", "sm_120", "--python", m.python)
         (check,) = [c for c in json.loads(r.stdout)["checks"] if c["id"] == "torch-arch"]
         assert (check["status"] == "error") is blamed, check
+
+
+def test_a_fifo_for_torchs_library_does_not_hang_doctor(tmp_path):
+    """A crafted site-packages: torch's libtorch_python.so is a FIFO nobody writes. doctor and
+    resolve finish (opening it would wait forever) and judge torch by the table instead."""
+    m = Machine(tmp_path, torch="2.12.0+cu126")
+    lib = Path(m.site) / "torch" / "lib" / "libtorch_python.so"
+    lib.parent.mkdir()
+    os.mkfifo(lib)
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "resolve", "--arch", "sm_120", "--json", "--python",
+                        m.python], capture_output=True, text=True, cwd=m.proj, env=m.env(), timeout=60)
+    assert "Traceback" not in r.stderr, r.stderr
+    findings = [f for f in json.loads(r.stdout)["findings"] if f["rule"] == "torch-arch"]
+    assert len(findings) == 1 and findings[0]["source"] == "cudaenv/data/torch_builds.json", findings
 
 
 def test_a_build_read_without_ptx_reports_none(tmp_path):

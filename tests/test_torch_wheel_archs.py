@@ -232,5 +232,10 @@ def test_cudaenv_reads_an_installed_torchs_arch_list(torchlike, tmp_path):
     (tmp_path / "none" / "torch" / "lib" / "libtorch_python.so").write_bytes(b"\x7fELF no list here\x00")
     (tmp_path / "empty" / "torch" / "lib").mkdir(parents=True)
     (tmp_path / "empty" / "torch" / "lib" / "libtorch_python.so").write_bytes(b"")
-    for where in (two, tmp_path / "none", tmp_path / "empty", tmp_path / "missing"):
+    # Not a regular file: a FIFO must not block the read, a directory is no library.
+    (tmp_path / "fifo" / "torch" / "lib").mkdir(parents=True)
+    os.mkfifo(tmp_path / "fifo" / "torch" / "lib" / "libtorch_python.so")
+    (tmp_path / "dir" / "torch" / "lib" / "libtorch_python.so").mkdir(parents=True)
+    for where in (two, tmp_path / "none", tmp_path / "empty", tmp_path / "missing", tmp_path / "fifo",
+                  tmp_path / "dir"):
         assert torch_archs.installed(where) is None, where
