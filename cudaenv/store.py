@@ -213,12 +213,11 @@ def __getattr__(name):
 SMALL_FILE_LIMIT = 1024 * 1024
 
 
-def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
-    """The bytes of a small regular file that cudaenv or an archive wrote.
+def open_regular(path: Path | str) -> int:
+    """A read-only descriptor of the regular file `path`, for the caller to close.
 
     Raises OSError for anything else: a FIFO or device (opened without
-    blocking, so a planted FIFO cannot hang a command), a directory, or a file
-    over `limit`, which no receipt, version.json or alias ever is.
+    blocking, so a planted FIFO cannot hang a command) or a directory.
     """
     import stat
 
@@ -226,12 +225,20 @@ def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(fd, "rb") as f:
-            fd = -1
-            data = f.read(limit + 1)
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
+    """The bytes of a small regular file that cudaenv or an archive wrote.
+
+    Raises OSError for anything else (see open_regular), or for a file over
+    `limit`, which no receipt, version.json or alias ever is.
+    """
+    with os.fdopen(open_regular(path), "rb") as f:
+        data = f.read(limit + 1)
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
     return data

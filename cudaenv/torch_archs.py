@@ -14,8 +14,9 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import stat
 from pathlib import Path
+
+from . import store
 
 _ARCH_TOKEN = rb"(?:sm|compute)_\d+[af]?"
 # A NUL-terminated list of arch names. Its start is not always after a NUL (in 2.8.0 it
@@ -34,16 +35,13 @@ class ArchListError(ValueError):
 
 def arch_list_in(path: Path | str) -> list[str]:
     """The CUDA_ARCH_FLAGS list in one libtorch_python.so, as get_arch_list() returns it.
-    Raises OSError when unreadable, ArchListError when not exactly one list is there."""
-    # O_NONBLOCK: a FIFO planted under that name must not hang doctor in open().
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb"):  # owns fd: closes it however this ends
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ArchListError(f"{path}: not a regular file")
-        if not st.st_size:
+    Raises OSError when unreadable or not a regular file, ArchListError when not exactly
+    one list is there."""
+    # A FIFO planted under that name must not hang doctor in open(): open_regular refuses it.
+    with open(store.open_regular(path), "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
             raise ArchListError(f"{path}: empty")
-        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as buf:
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             found = _candidates(_SASS_FIRST, buf) or _candidates(_ANY_FIRST, buf)
     if len(found) != 1:
         raise ArchListError(f"{path}: expected one arch list string, found {sorted(found) or 'none'}")
