@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
-from . import consumers, jitcache
+from . import consumers, jitcache, store
 from . import resolver as rs
 from .data import load
-from .machine import Probe, probe as run_probe
+from .machine import HEADER_SCAN_BYTES, Probe, probe as run_probe
 from .versions import cudart_release, major_minor, major_of, number_key
 
 SCHEMA = "cudaenv.doctor/1"
@@ -627,8 +627,8 @@ def _has_headers(root: str | None) -> bool:
 def _header_release(root: str) -> str | None:
     """CUDART_VERSION of root/include/cuda_runtime_api.h as "13.0", when the header says."""
     try:
-        with open(os.path.join(root, "include", "cuda_runtime_api.h"), errors="replace") as f:
-            m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", f.read(262144))
+        text = store.read_head(os.path.join(root, "include", "cuda_runtime_api.h"), HEADER_SCAN_BYTES)
+        m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", text)
     except OSError:
         return None
     return cudart_release(int(m.group(1))) if m else None

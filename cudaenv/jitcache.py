@@ -24,6 +24,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import store
 from .consumers import ptx_isa
 from .versions import major_minor
 
@@ -68,7 +69,7 @@ def roots(env=None) -> list[tuple[str, Path]]:
 
 def _ninja_root(build_ninja: Path) -> str | None:
     try:
-        text = build_ninja.read_text(errors="replace")[:65536]
+        text = store.read_head(build_ninja, 65536)
     except OSError:
         return None
     found = dict(_NINJA_VAR.findall(text))
@@ -109,8 +110,7 @@ def triton_entries(base: Path) -> list[CacheEntry]:
         for f in os.listdir(entry.path):
             if f.endswith(".ptx"):
                 try:
-                    with open(os.path.join(entry.path, f), errors="replace") as fh:
-                        text = fh.read(4096)
+                    text = store.read_head(os.path.join(entry.path, f), 4096)
                     m = _PTX_VERSION.search(text)
                 except OSError:
                     m = None

@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import discover, settings, torch_archs
+from . import discover, settings, store, torch_archs
 from .errors import InputError
 from .versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
 
@@ -288,7 +288,7 @@ def nvml_gpus() -> list[GPU] | None:
 def proc_driver_version(env) -> str | None:
     path = settings.get("CUDAENV_PROC_DRIVER_VERSION", env)
     try:
-        text = Path(path).read_text(errors="replace")
+        text = store.read_head(path, 64 * 1024)
     except OSError:
         return None
     m = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
@@ -397,13 +397,18 @@ def torch_cuda_of(packages: dict[str, Package]) -> str | None:
     if not t:
         return None
     try:
-        m = _TORCH_CUDA_RE.search((Path(t.location) / "torch" / "version.py").read_text())
+        m = _TORCH_CUDA_RE.search(store.read_head(Path(t.location) / "torch" / "version.py", 64 * 1024))
         if m:
             return m.group(1) or m.group(2) or None
     except OSError:
         pass
     m = re.search(r"\+cu(\d+)(\d)\b", t.version)
     return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+# cuda_runtime_api.h defines CUDART_VERSION near its top (at byte 6,142 in 13.0); a
+# header is read only this far, so a huge or endless file costs no more.
+HEADER_SCAN_BYTES = 256 * 1024
 
 
 def pip_cuda_headers(dirs: list[str], packages: dict[str, Package]) -> dict | None:
@@ -414,7 +419,7 @@ def pip_cuda_headers(dirs: list[str], packages: dict[str, Package]) -> dict | No
             header = inc / "cuda_runtime_api.h"
             version = None
             try:
-                m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", header.read_text(errors="replace"))
+                m = re.search(r"#define\s+CUDART_VERSION\s+(\d+)", store.read_head(header, HEADER_SCAN_BYTES))
                 if m:
                     version = cudart_release(int(m.group(1)))
             except OSError:

@@ -231,6 +231,13 @@ def open_regular(path: Path | str) -> int:
     return fd
 
 
+def read_head(path: Path | str, limit: int) -> str:
+    """The first `limit` bytes of a regular file another program wrote (a header, a
+    build.ninja, a version.py), as text; OSError as open_regular raises it."""
+    with os.fdopen(open_regular(path), "rb") as f:
+        return f.read(limit).decode("utf-8", "replace")
+
+
 def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
     """The bytes of a small regular file that cudaenv or an archive wrote.
 

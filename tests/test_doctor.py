@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -224,3 +225,35 @@ def test_checks_are_one_table_of_functions(failing, monkeypatch):
     monkeypatch.setattr(diagnostics, "CHECKS", (("always", always),))
     only = diagnostics.run_checks(ctx)
     assert (only.status, only.exit_code, [c.id for c in only.checks]) == ("warn", 1, ["always", "always-ok"])
+
+
+def test_fifos_planted_where_doctor_reads_do_not_hang_it(tmp_path):
+    """Every file doctor reads without running anything, each replaced by a FIFO nobody writes:
+    torch's version.py and libtorch_python.so, pip's and the toolkit's cuda_runtime_api.h, the
+    driver's /proc file, and the JIT caches' build.ninja and .ptx files (a cache directory is
+    the user's, but a shared home or a cloned environment can hold anything). Opening any of
+    them for reading would wait forever; doctor must finish, judge the rest, and not trace back."""
+    m = Machine(tmp_path, torch="2.12.0+cu126", pip_cuda="13.0")
+    tk = m.managed_toolkit("13.0.2")
+    planted = [
+        Path(m.site) / "torch" / "version.py",
+        Path(m.site) / "torch" / "lib" / "libtorch_python.so",
+        Path(m.site) / "nvidia" / "cu13" / "include" / "cuda_runtime_api.h",
+        tk / "include" / "cuda_runtime_api.h",
+        m.tmp / "proc-version",
+        m.flashinfer_cache(tk) / "build.ninja",
+        m.torch_ext_cache(tk) / "build.ninja",
+        m.triton_cache("9.0") / "add_kernel.ptx",
+    ]
+    for path in planted:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+    env = m.env(CUDA_HOME=str(tk))
+    for args in (["doctor", "--json", "--python", m.python], ["resolve", "--json", "--python", m.python],
+                 ["doctor", "--format", "prometheus", "--python", m.python]):
+        r = subprocess.run([sys.executable, "-m", "cudaenv", *args], capture_output=True, text=True, cwd=m.proj,
+                           env=env, timeout=60)
+        assert "Traceback" not in r.stderr and r.returncode in (0, 1, 2), (args, r.returncode, r.stderr)
+        if "--json" in args:
+            json.loads(r.stdout)
