@@ -7,12 +7,14 @@ when it runs, so `cudaenv which nvcc` never pays for requests or the resolver.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from .errors import UsageError
 
 # name -> "module:attribute"; one line per command, in the order `--help` lists them.
 COMMANDS = {
@@ -77,7 +79,72 @@ def visible_commands() -> list[str]:
     return [n for n in COMMANDS if n not in HIDDEN]
 
 
+def nearest(word: str, choices: list[str]) -> str | None:
+    """The choice a typo most likely meant (`instal` -> `install`), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def usage_failure(e: click.UsageError, argv: list[str]) -> "UsageError":
+    """Click's usage error as cudaenv's one line and exit 64, with the nearest command or option.
+
+    Click's own rendering is a three-line Usage/Try/Error block with exit 2, which
+    docs/exit-codes.md keeps for outages; every command answers a typo the same way.
+    With --json anywhere on the line, a `cudaenv.error/1` object goes to stdout too.
+    """
+    from .errors import EX_USAGE, UsageError
+
+    ctx = e.ctx
+    command = ctx.command_path if ctx is not None else "cudaenv"
+    message = e.format_message()
+    hint = None
+    if isinstance(e, click.NoSuchOption):
+        # Click may already have said `Did you mean --x?`; say it once, in the hint.
+        message = f"{command}: no such option {e.option_name}"
+        options = [o for p in ctx.command.params for o in getattr(p, "opts", [])] if ctx is not None else []
+        # Compared without the dashes, which every option shares and which make any two look alike.
+        word = nearest(e.option_name.lstrip("-"), [o.lstrip("-") for o in options if o.startswith("--")])
+        meant = f"--{word}" if word else None
+        hint = f"did you mean {meant}? `{command} --help` lists the options" if meant \
+            else f"`{command} --help` lists the options"
+    elif ctx is not None and ctx.command is main and message.startswith("No such command"):
+        word = message.split("'")[1] if "'" in message else ""
+        message = f"no such command '{word}'"
+        meant = nearest(word, visible_commands())
+        hint = f"did you mean {meant}? `cudaenv commands` lists them" if meant else "`cudaenv commands` lists them"
+    else:
+        message = message.rstrip(".")
+        message = f"{command}: {message[:1].lower() + message[1:]}"
+        hint = f"`{command} --help` shows the usage"
+    if "--json" in argv:
+        import json
+
+        click.echo(json.dumps({"schema": "cudaenv.error/1", "status": "usage", "exit_code": EX_USAGE,
+                               "error": message, "hint": hint}, indent=2))
+    return UsageError(message, hint=hint)
+
+
 class LazyGroup(click.Group):
+    _argv: list[str] = []
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        self._argv = list(args)
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as e:
+            raise usage_failure(e, self._argv) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # A subcommand's own parsing (its make_context) and the lookup of the
+        # command name both happen inside the group's invoke.
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            raise usage_failure(e, self._argv) from None
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return visible_commands()
 
@@ -114,6 +181,9 @@ class LazyGroup(click.Group):
 @click.group(
     cls=LazyGroup,
     invoke_without_command=True,
+    # Spelled out: click 8.5 renders `[COMMAND]` by default for a group that runs
+    # without one, older releases `COMMAND`; the reference must not depend on which.
+    subcommand_metavar="COMMAND [ARGS]...",
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog="""\b
 Examples:

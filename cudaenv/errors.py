@@ -21,7 +21,7 @@ import sys
 EX_OK = 0
 EX_BAD_INPUT = 1
 EX_SOURCE = 2
-EX_USAGE = 64  # sysexits.h; resolve and doctor, whose 1 and 2 are the report's warnings and errors
+EX_USAGE = 64  # sysexits.h: a mistyped command line, never confused with 1 (bad input) or 2 (an outage)
 EX_SOFTWARE = 70  # sysexits.h: a bug in cudaenv itself
 EX_CANNOT_EXECUTE = 126  # as a shell: the command exists but may not be run
 EX_NOT_INSTALLED = 127  # what a shell says of a command it cannot find, and the shims say too
@@ -32,7 +32,7 @@ EXIT_CODES: dict[int, tuple[str, str]] = {
     EX_OK: ("ok", "success"),
     EX_BAD_INPUT: ("bad input", "an invalid version, value or file, or a write refused"),
     EX_SOURCE: ("source failure", "a source, network, verification, disk or smoke-test failure"),
-    EX_USAGE: ("usage", "bad input to resolve or doctor (1 and 2 are their findings)"),
+    EX_USAGE: ("usage", "an unknown command or option, a missing or extra argument, a choice not on the list"),
     EX_SOFTWARE: ("internal error", "a bug in cudaenv (CUDAENV_DEBUG=1 shows the traceback)"),
     EX_CANNOT_EXECUTE: ("cannot execute", "exec only: the command is not executable (permission denied)"),
     EX_NOT_INSTALLED: ("not installed", "the selected or named toolkit, or its command, is not installed"),
@@ -83,6 +83,12 @@ class InputError(CudaenvError):
     """Bad input: an invalid version, value, option or file."""
 
     exit_code = EX_BAD_INPUT
+
+
+class UsageError(CudaenvError):
+    """The command line itself is wrong: an unknown command or option, a missing or extra argument."""
+
+    exit_code = EX_USAGE
 
 
 class NotInstalledError(CudaenvError):
@@ -145,7 +151,10 @@ def exit_codes_markdown() -> str:
              "Each command's `--help` lists the statuses it can end with.", "",
              "| status | name | meaning |", "|---|---|---|"]
     lines += [f"| {code} | {name} | {meaning} |" for code, (name, meaning) in EXIT_CODES.items()]
-    lines += ["", "`resolve` and `doctor` report a machine's state in their status: 0 ok, 1 warnings,",
-              "2 errors (and `doctor --output` 3 when the file could not be written), so their bad input",
-              "is 64. `cudaenv mirror verify` ends with 2 when the mirror is missing, corrupt or extra files.", ""]
+    lines += ["", "A usage error is 64 in every command, so a script can tell a typo from an outage (2);",
+              "the line names the word that is wrong and, where one is near, the command or option meant.",
+              "With `--json` it is also printed on stdout as a `cudaenv.error/1` object.", "",
+              "`resolve` and `doctor` report a machine's state in their status: 0 ok, 1 warnings,",
+              "2 errors (and `doctor --output` 3 when the file could not be written).",
+              "`cudaenv mirror verify` ends with 2 when the mirror is missing, corrupt or extra files.", ""]
     return "\n".join(lines)

@@ -151,6 +151,31 @@ def test_exec_applies_the_environment(box):
     assert run(["exec", "--", "no-such-command-xyz"], env, box["proj"]).returncode == 127
 
 
+def test_exec_takes_a_version_as_env_and_prefix_do(box):
+    """`exec VERSION -- CMD`, like `env VERSION` and `prefix VERSION`; the `--` tells them apart."""
+    (box["proj"] / ".cuda-version").write_text("13.0\n")
+    p = run(["exec", "12.8", "--", "nvcc", "-c", "x.cu"], box["env"], box["proj"])
+    assert p.returncode == 0 and "stub-nvcc release=12.8.1" in p.stdout, p.stderr
+    assert run(["prefix", "12.8"], box["env"], box["proj"]).stdout.strip() == str(box["root"] / "versions" / "12.8.1")
+    p = run(["exec", "12.9", "--", "nvcc"], box["env"], box["proj"])
+    assert p.returncode == 127 and "'12.9' (set by the command line) is not installed" in p.stderr
+    p = run(["exec", "12.8", "--"], box["env"], box["proj"])
+    assert p.returncode == 64 and p.stderr.startswith("cudaenv: exec: give a command after --")
+
+
+def test_env_flags_follow_the_rest_of_the_cli(box):
+    """--json as on every other command, and the shells as --format too (fish was --shell only)."""
+    (box["proj"] / ".cuda-version").write_text("12.8\n")
+    as_json = run(["env", "--json"], box["env"], box["proj"])
+    assert as_json.returncode == 0 and as_json.stdout == run(["env", "--format", "json"], box["env"], box["proj"]).stdout
+    assert json.loads(as_json.stdout)["CUDA_HOME"] == str(box["root"] / "versions" / "12.8.1")
+    for shell in ("fish", "bash", "zsh"):
+        assert run(["env", "--format", shell], box["env"], box["proj"]).stdout == \
+            run(["env", "--shell", shell], box["env"], box["proj"]).stdout
+    p = run(["env", "--json", "--format", "dotenv"], box["env"], box["proj"])
+    assert p.returncode == 64 and "two formats" in p.stderr
+
+
 def test_exec_ld_library_path_is_opt_in(box):
     (box["proj"] / ".cuda-version").write_text("13.0\n")
     env = dict(box["env"], CUDAENV_LD_LIBRARY_PATH="1", LD_LIBRARY_PATH="/x")
@@ -212,7 +237,7 @@ def test_help_has_examples(cmd, box):
 def test_root_and_unknown_command(box):
     assert run(["root"], box["env"], box["proj"]).stdout.strip() == str(box["root"])
     p = run(["frobnicate"], box["env"], box["proj"])
-    assert p.returncode == 2 and "frobnicate" in p.stderr
+    assert p.returncode == 64 and p.stderr.startswith("cudaenv: no such command 'frobnicate'")
 
 
 def test_default_root_follows_xdg(tmp_path):

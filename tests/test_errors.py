@@ -7,6 +7,7 @@ that cannot be imported is an internal error (70), never a missing command.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -184,3 +185,87 @@ def test_generated_pages_are_current_and_in_the_nav():
     text = (REPO / "docs" / "exit-codes.md").read_text()
     for code, (name, _) in errors.EXIT_CODES.items():
         assert f"| {code} | {name} |" in text
+
+
+# -- one error contract for the command line -----------------------------------------------------
+
+def _cli(args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "cudaenv", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=60)
+
+
+def _one_error(p):
+    """cudaenv's contract: `cudaenv: <message>`, at most one `hint:` line, nothing else."""
+    lines = p.stderr.splitlines()
+    assert lines and lines[0].startswith("cudaenv: "), p.stderr
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].startswith("hint: ")), p.stderr
+    assert "Usage:" not in p.stderr and "Try '" not in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args, message, hint", [
+    (["install", "--bogus"], "cudaenv install: no such option --bogus", "`cudaenv install --help` lists the options"),
+    (["env", "--format", "foo"], "cudaenv env: invalid value for '--format': 'foo' is not one of", None),
+    (["local", "13.0", "13.2"], "cudaenv local: got unexpected extra argument (13.2)", None),
+    (["which"], "cudaenv which: missing argument 'COMMAND'", "`cudaenv which --help` shows the usage"),
+    (["instal", "13.0"], "no such command 'instal'", "did you mean install? `cudaenv commands` lists them"),
+    (["help", "instal"], "no such command 'instal'", "did you mean install? `cudaenv commands` lists them"),
+    (["nosuch"], "no such command 'nosuch'", "`cudaenv commands` lists them"),
+    (["cache", "prune", "--olderthan", "3d"], "cudaenv cache prune: no such option --olderthan",
+     "did you mean --older-than? `cudaenv cache prune --help` lists the options"),
+    (["--bogus"], "cudaenv: no such option --bogus", None),
+])
+def test_usage_errors_are_one_line_and_64(tmp_path, args, message, hint):
+    """A typo is never mistaken for an outage (2) or bad input (1), and says what was meant."""
+    p = _cli(args, cwd=tmp_path)
+    assert p.returncode == errors.EX_USAGE == 64, p.stderr
+    _one_error(p)
+    assert p.stderr.splitlines()[0].startswith(f"cudaenv: {message}"), p.stderr
+    if hint:
+        assert p.stderr.splitlines()[1] == f"hint: {hint}"
+    assert p.stdout == ""
+
+
+def _every_command(group, path):
+    import click
+
+    ctx = click.Context(group, info_name=path[-1] if path else "cudaenv")
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        yield path + [name], cmd
+        if isinstance(cmd, click.Group):
+            yield from _every_command(cmd, path + [name])
+
+
+def test_every_command_answers_an_unknown_option_with_64(tmp_path):
+    """The whole CLI surface, walked from the command table: no command keeps click's 3-line block."""
+    from cudaenv import cli
+
+    # Their words are another command line (exec's command, completions' partial command line).
+    passthrough = {("exec",), ("completions",)}
+    walked = list(_every_command(cli.main, []))
+    assert len(walked) > 25 and passthrough <= {tuple(p) for p, _ in walked}
+    for path, _ in walked:
+        if tuple(path) in passthrough:
+            continue
+        p = _cli([*path, "--no-such-option-at-all"], cwd=tmp_path)
+        assert p.returncode == 64, (path, p.returncode, p.stderr)
+        _one_error(p)
+        assert p.stderr.splitlines()[0] == f"cudaenv: cudaenv {' '.join(path)}: no such option --no-such-option-at-all"
+
+
+def test_a_usage_error_with_json_is_also_a_json_object(tmp_path):
+    import json
+
+    p = _cli(["install", "13.0", "--json", "--bogus"], cwd=tmp_path)
+    assert p.returncode == 64
+    assert json.loads(p.stdout) == {"schema": "cudaenv.error/1", "status": "usage", "exit_code": 64,
+                                    "error": "cudaenv install: no such option --bogus",
+                                    "hint": "`cudaenv install --help` lists the options"}
+
+
+def test_generated_reference_does_not_depend_on_the_terminal(tmp_path):
+    """The reference is rendered 80 columns wide whatever terminal or COLUMNS the generator runs in."""
+    for columns in ("40", "300"):
+        r = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_cli_reference.py"), "--check"],
+                           capture_output=True, text=True, cwd=REPO, env=dict(os.environ, COLUMNS=columns))
+        assert r.returncode == 0, (columns, r.stderr)

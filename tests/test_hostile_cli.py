@@ -41,8 +41,8 @@ def check(p, what):
     out = p.stdout + p.stderr
     assert "Traceback" not in out, f"{what}:\n{out}"
     if p.returncode != 0:
-        # cudaenv's own one-line errors, or click's usage errors.
-        assert p.stderr.startswith(("cudaenv: ", "Usage: ")), f"{what}: exit {p.returncode}:\n{p.stderr}"
+        # cudaenv's own one-line errors, usage errors included.
+        assert p.stderr.startswith("cudaenv: "), f"{what}: exit {p.returncode}:\n{p.stderr}"
 
 
 def _garbage_aliases(root: Path):

@@ -531,8 +531,10 @@ def test_cache_info_and_prune(env, srv):
 
     only_old = len(shas("12.8.1") - shas("13.0.0"))  # some archives are the same in both releases
     assert env.run("uninstall", "12.8.1", "--yes").returncode == 0
+    # A bare prune is the safe default: only what is unused for 30 days AND installed nowhere here.
     r = env.run("cache", "prune")
-    assert r.returncode == 1 and "--older-than" in r.stderr
+    assert r.returncode == 0 and "using --older-than 30d --uninstalled" in r.stderr
+    assert "removed 0 archives" in r.stdout
     assert env.run("cache", "prune", "--older-than", "soon").returncode == 1
     dry = json.loads(env.run("cache", "prune", "--uninstalled", "--dry-run", "--json").stdout)
     assert dry["archives"] == only_old and dry["trees"] == only_old and only_old > 0

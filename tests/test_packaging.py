@@ -12,6 +12,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# `python -m build` makes an isolated build environment and fetches setuptools into it from
+# the package index, so every test of the built artifacts needs the network.
+pytestmark = pytest.mark.network
+
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory):

@@ -230,7 +230,8 @@ def test_help__command_help(store):
 def test_help__invalid_command(store):
     root, env, proj = store
     p = cli(env, "help", "hello")
-    assert p.returncode == 1 and "no such command 'hello'" in p.stderr
+    # The same answer as `cudaenv hello`: a usage error, 64.
+    assert p.returncode == 64 and "no such command 'hello'" in p.stderr
 
 
 def test_commands__lists_every_command(store):

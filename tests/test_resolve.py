@@ -123,11 +123,12 @@ def test_cli_bad_input_is_one_line(tmp_path, args, needle):
 def test_usage_errors_exit_64(tmp_path, cmd):
     m = Machine(tmp_path, gpus=None, torch=None)
     r = m.cli(cmd, "--no-such-option")
-    assert r.returncode == 64 and "No such option" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 64 and "no such option --no-such-option" in r.stderr and "Traceback" not in r.stderr
     r = m.cli(cmd, "--no-such-option", "--json")
     assert r.returncode == 64
     assert json.loads(r.stdout) == {"schema": "cudaenv.error/1", "status": "usage", "exit_code": 64,
-                                    "error": json.loads(r.stdout)["error"]}
+                                    "error": f"cudaenv {cmd}: no such option --no-such-option",
+                                    "hint": f"`cudaenv {cmd} --help` lists the options"}
     text = " ".join(m.cli(cmd, "--help").stdout.split())
     assert all(code in text for code in ("0 ", "1 ", "2 errors", "64 bad input or usage"))
 

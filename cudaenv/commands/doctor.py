@@ -28,20 +28,6 @@ def usage_error(message: str, as_json: bool) -> NoReturn:
     sys.exit(EX_USAGE)
 
 
-class ReportCommand(click.Command):
-    """Click's own usage errors (unknown option, missing value) exit 64 here, not 2."""
-
-    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
-                     **extra: Any) -> click.Context:
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except click.UsageError as e:
-            if "--json" in args:
-                usage_error(e.format_message(), True)
-            e.exit_code = EX_USAGE
-            raise
-
-
 _PROBE_OPTIONS = [
     click.option("--python", "python", metavar="PATH", help="Target Python (default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)."),
     click.option("--arch", "archs", multiple=True, metavar="SM", help="Plan for this GPU arch instead of the visible GPUs (repeatable), e.g. sm_120."),
@@ -107,7 +93,7 @@ def render_resolution(r: Resolution, p: Probe | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command(cls=ReportCommand, epilog="""\b
+@click.command(epilog="""\b
 Examples:
   cudaenv resolve                                  # for this machine's GPUs, driver and torch
   cudaenv resolve --arch sm_120 --torch-cuda 13.0  # plan for another machine
@@ -133,7 +119,7 @@ def resolve(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, 
     sys.exit(r.exit_code)
 
 
-@click.command(cls=ReportCommand, epilog="""\b
+@click.command(epilog="""\b
 Examples:
   cudaenv doctor                      # every check, with the command that fixes it
   cudaenv doctor --python .venv/bin/python

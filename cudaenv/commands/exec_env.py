@@ -6,7 +6,7 @@ import os
 
 import click
 
-from .. import activation, fastpath, selection
+from .. import activation, fastpath
 from ..selection import SelectionError
 from .common import fail
 
@@ -16,13 +16,18 @@ from .common import fail
 Examples:
   cudaenv exec -- nvcc --version
   cudaenv exec -- python setup.py build_ext   # torch sees CUDA_HOME
+  cudaenv exec 12.8 -- cmake -B build         # a given toolkit, as env and prefix take one
   CUDAENV_VERSION=12.8 cudaenv exec -- cmake -B build
 """)
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED, required=True, metavar="[VERSION --] COMMAND [ARGS]...")
 def exec_(argv: tuple[str, ...]) -> None:
-    """Run a command with the selected toolkit's environment."""
+    """Run a command with the selected (or given) toolkit's environment."""
+    # `exec VERSION -- CMD`: the `--` is what tells a VERSION from a command named like one.
+    version, argv = (argv[0], argv[2:]) if len(argv) >= 2 and argv[1] == "--" else (None, argv)
+    if not argv:
+        fail("exec: give a command after --, e.g. cudaenv exec 13.0 -- nvcc --version", 64)
     try:
-        r = selection.current()
+        r = fastpath.selected_or_named(version)
     except SelectionError as e:
         fail(str(e), e.exit_code)
     env = activation.applied(r.root)
@@ -50,13 +55,22 @@ Examples:
 """)
 @click.option("--shell", "shell_", type=click.Choice(["bash", "zsh", "fish", "sh"]), default=None,
               help="Shell syntax (default: sh syntax, fish syntax for fish).")
-@click.option("--format", "fmt", type=click.Choice(["sh", "systemd", "dotenv", "json"]), default=None,
-              help="Output format (default: sh).")
+@click.option("--format", "fmt", type=click.Choice(["sh", "bash", "zsh", "fish", "systemd", "dotenv", "json"]),
+              default=None, help="Output format (default: sh); bash, zsh and fish are the same as --shell.")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json, as in every other command.")
 @click.option("--inherit-path", is_flag=True,
               help="systemd: keep this shell's PATH after the toolkit's bin (default: the standard system PATH).")
 @click.argument("version", required=False)
-def env(shell_: str | None, fmt: str | None, version: str | None, inherit_path: bool) -> None:
+def env(shell_: str | None, fmt: str | None, as_json: bool, version: str | None, inherit_path: bool) -> None:
     """Print the environment the selected (or given) toolkit applies."""
+    if as_json:
+        if fmt not in (None, "json"):
+            fail(f"env: --json and --format {fmt} ask for two formats; give one", 64)
+        fmt = "json"
+    if fmt in ("bash", "zsh", "fish"):
+        if shell_ not in (None, fmt):
+            fail(f"env: --shell {shell_} and --format {fmt} ask for two shells; give one", 64)
+        shell_, fmt = fmt, None
     try:
         r = fastpath.selected_or_named(version)
     except SelectionError as e:

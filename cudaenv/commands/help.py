@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
+
+from ..errors import UsageError
+
+
+def no_such_command(word: str) -> UsageError:
+    """The same answer as `cudaenv <word>`: exit 64, with the command a typo most likely meant."""
+    from ..cli import nearest, visible_commands
+
+    meant = nearest(word, visible_commands())
+    return UsageError(f"no such command '{word}'",
+                      hint=f"did you mean {meant}? `cudaenv commands` lists them" if meant
+                      else "`cudaenv commands` lists them")
 
 
 def _root_context() -> click.Context:
@@ -18,7 +28,7 @@ Examples:
   cudaenv help                # the list of commands
   cudaenv help install        # the same as `cudaenv install --help`
 \b
-Exit codes: 0 ok, 1 no such command.""")
+Exit codes: 0 ok, 64 no such command.""")
 @click.argument("command", required=False)
 def help_(command: str | None) -> None:
     """Show help for cudaenv or one of its commands."""
@@ -31,8 +41,7 @@ def help_(command: str | None) -> None:
     # A visible command always loads: get_command returns it or raises InternalError.
     cmd = main.get_command(ctx, command) if command in visible_commands() else None
     if cmd is None:
-        click.echo(f"cudaenv: no such command '{command}'; `cudaenv commands` lists them", err=True)
-        sys.exit(1)
+        raise no_such_command(command)
     with click.Context(cmd, info_name=command, parent=ctx) as sub:
         click.echo(sub.get_help())
 
@@ -65,7 +74,6 @@ def completions(command: str, args: tuple[str, ...]) -> None:
     from ..cli import visible_commands
 
     if command not in visible_commands():
-        click.echo(f"cudaenv: no such command '{command}'; `cudaenv commands` lists them", err=True)
-        sys.exit(1)
+        raise no_such_command(command)
     for word in completion.candidates(command, list(args)):
         click.echo(word)

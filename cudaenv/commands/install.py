@@ -312,9 +312,11 @@ Examples:
   cudaenv cache prune --older-than 30d      # unused for 30 days
   cudaenv cache prune --uninstalled         # used by no toolkit installed here
   cudaenv cache prune --older-than 2w --uninstalled --dry-run
+  cudaenv cache prune                       # the safe default: --older-than 30d --uninstalled
 
 "Used" means installed from, or reinstalled from; the cache is shared by every
-CUDAENV_ROOT, and --uninstalled judges by this one.""")
+CUDAENV_ROOT, and --uninstalled judges by this one. With no filter, only what is
+both unused for 30 days and installed nowhere here goes.""")
 @click.option("--older-than", "older_than", default=None, metavar="AGE",
               help="Only entries unused for AGE (30d, 12h, 2w; a bare number is days).")
 @click.option("--uninstalled", is_flag=True, help="Only entries no installed toolkit came from.")
@@ -325,7 +327,11 @@ def cache_prune(older_than: str | None, uninstalled: bool, dry_run: bool, as_jso
     from .. import cache as cachemod
 
     if older_than is None and not uninstalled:
-        fail("give --older-than AGE and/or --uninstalled (cudaenv cache clear removes everything)", 1)
+        # The default keeps what any toolkit here uses and anything touched this month,
+        # so a bare prune never costs a download; `cache clear` is the one that takes everything.
+        older_than, uninstalled = "30d", True
+        if not as_json:
+            click.echo("cache prune: no filter given; using --older-than 30d --uninstalled", err=True)
     try:
         age = cachemod.parse_age(older_than) if older_than is not None else None
     except ValueError as e:

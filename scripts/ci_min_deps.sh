@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The oldest dependency releases pyproject.toml allows, tested: a venv that sees the machine's test
+# tools (pytest, its plugins) but holds the lowest click, requests, packaging and platformdirs the
+# bounds admit, runs the tests of the CLI surface that those libraries render or parse.
+#
+#   bash scripts/ci_min_deps.sh        # from the repository root; about 30 s
+#
+# The bounds are read from pyproject.toml itself, so raising one there is what this tests next.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=${CUDAENV_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cudaenv-ci}/min-deps
+pins=$(python - <<'PY'
+import re, tomllib
+deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
+for d in deps:
+    m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(,<[0-9.]+)?", d.replace(" ", ""))
+    if not m:
+        raise SystemExit(f"ci_min_deps: cannot read a lower bound from {d!r}; write it as name>=X[,<Y]")
+    print(f"{m[1]}=={m[2]}")
+PY
+)
+[ -x "$venv/bin/python" ] || python -m venv --system-site-packages "$venv"
+# shellcheck disable=SC2086
+"$venv/bin/python" -m pip install -q --disable-pip-version-check $pins
+echo "min-deps: $(echo $pins)" >&2
+PYTHONPATH=$PWD "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile \
+  tests/test_errors.py tests/test_cli.py tests/test_docs.py tests/test_pyenv_parity.py tests/test_completions.py
