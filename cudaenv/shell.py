@@ -8,7 +8,10 @@ per prompt is shell builtins: no Python, no other process.
 
 from __future__ import annotations
 
+import os
 import shlex
+import sys
+from pathlib import Path
 
 from . import store
 from .errors import InputError
@@ -34,19 +37,29 @@ _fish_quote = fish_quote  # commands/shell.py quotes the shims directory with it
 
 
 
+def program() -> str:
+    """The path the shell function runs cudaenv by.
+
+    The console script beside this interpreter when there is one (a venv's, pipx's or
+    uv's bin/): a shell where that venv is not active still finds it. Else the name."""
+    beside = Path(sys.executable).parent / "cudaenv"
+    return str(beside) if os.access(beside, os.X_OK) and beside.is_file() else "cudaenv"
+
+
 def render_init(shell: str) -> str:
     """The code `eval "$(cudaenv init - SHELL)"` (or `| source` in fish) runs."""
     check_shell(shell)
     shims = str(store.shims_dir())
     if shell == "fish":
         text = fill(template("hook.fish"), fish=True)
-        text = text.replace("@SHIMS@", _fish_quote(shims))
+        text = text.replace("@SHIMS@", _fish_quote(shims)).replace("@CUDAENV@", _fish_quote(program()))
         return text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
     q = shlex.quote(shims)
     path_line = (
         f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
     )
-    lib = render_select() + fill(template("hook.sh")).replace("@SHELL@", shell)
+    lib = render_select() + fill(template("hook.sh")).replace("@SHELL@", shell).replace("@CUDAENV@",
+                                                                                        shlex.quote(program()))
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
         body = f"emulate sh -c {shlex.quote(lib)}\n" + fill(template("hook.zsh"))
@@ -55,15 +68,105 @@ def render_init(shell: str) -> str:
     return f"# cudaenv init for {shell}\n" + path_line + body
 
 
+# -- the init file: a shell start that runs no Python ---------------------------------------------
+#
+# `eval "$(cudaenv init - bash)"` starts Python at every shell start. The rc line below
+# instead sources what that command printed last time, kept in the user's state directory,
+# and falls back to the command (which writes the file again) when the file is missing or
+# stale. The file checks itself with builtins only: the settings the rendering read are
+# unchanged, and no file it was rendered from is newer than it (an upgrade, a reinstall, an
+# edited checkout) or gone (an uninstall, after which the rc line prints nothing).
+
+INIT_DIR_SH = '"${XDG_STATE_HOME:-$HOME/.local/state}/cudaenv"'
+INIT_DIR_FISH = '(set -q XDG_STATE_HOME; and echo $XDG_STATE_HOME; or echo $HOME/.local/state)/cudaenv'
+# What store.root() and so every path in the rendering depends on.
+INIT_SETTINGS = ("CUDAENV_ROOT", "XDG_DATA_HOME", "HOME")
+
+
+def init_file(shell: str, env=None) -> Path:
+    """Where the rendered init for `shell` is kept: the rc line's rule, in Python."""
+    env = os.environ if env is None else env
+    state = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "cudaenv" / f"init.{check_shell(shell)}"
+
+
+def rc_line(shell: str) -> str:
+    """The one line a user puts in their rc file: no Python at shell start, silent once uninstalled."""
+    check_shell(shell)
+    if shell == "fish":
+        return (f"set -l f {INIT_DIR_FISH}/init.fish; test -r $f; and source $f; "
+                "or begin; type -q cudaenv; and cudaenv init - fish | source; end")
+    f = f'{INIT_DIR_SH[:-1]}/init.{shell}"'
+    return f'if [ -r {f} ] && . {f}; then :; elif command -v cudaenv >/dev/null; then eval "$(cudaenv init - {shell})"; fi'
+
+
+def _init_sources(shell: str) -> list[Path]:
+    """The files a rendering is made from; one newer than the init file, or gone, makes it stale."""
+    from . import completion
+    from .shims import template_dir
+
+    here = Path(__file__).resolve().parent
+    sources = [Path(str(template_dir() / name)) for name in ("select.sh", "hook.sh", "hook.bash", "hook.zsh",
+                                                               "hook.fish")]
+    sources += [completion.scripts_dir() / completion.SCRIPT[shell], here / "__init__.py", here / "shell.py",
+                here / "shims.py", Path(program()) if os.path.isabs(program()) else here / "__main__.py"]
+    return sources
+
+
+def _guard(shell: str, path: Path) -> str:
+    sources = _init_sources(shell)
+    if shell == "fish":
+        q = _fish_quote
+        same = "; and ".join(f'test "${name}" = {q(os.environ.get(name, ""))}' for name in INIT_SETTINGS)
+        return (f"{same}; or return 1\n"
+                f"for f in {' '.join(q(str(s)) for s in sources)}\n"
+                f"    test -e $f; and not test $f -nt {q(str(path))}; or return 1\n"
+                "end\n")
+    same = " && ".join(f'[ "${{{name}-}}" = {shlex.quote(os.environ.get(name, ""))} ]' for name in INIT_SETTINGS)
+    return (f"{same} || return 1\n"
+            f"for _cudaenv_f in {' '.join(shlex.quote(str(s)) for s in sources)}; do\n"
+            f'    [ -e "$_cudaenv_f" ] && ! [ "$_cudaenv_f" -nt {shlex.quote(str(path))} ] || '
+            "{ unset _cudaenv_f; return 1; }\n"
+            "done\nunset _cudaenv_f\n")
+
+
+def write_init_file(shell: str, text: str) -> Path | None:
+    """Keep `text` (what `init - shell` prints) where the rc line sources it; None if it cannot be.
+
+    Written only when it changed, atomically, readable by the user alone. A state directory
+    this user cannot write leaves the rc line on its fallback, which still works."""
+    path = init_file(shell)
+    body = (f"# cudaenv init for {shell}, written by `cudaenv init - {shell}` for the line in "
+            f"{RC_FILES[shell]}; do not edit\n" + _guard(shell, path) + text + "return 0\n")
+    try:
+        if path.is_file() and not path.is_symlink() and path.read_text() == body:
+            # Same text, but a source is newer (an upgrade that changed nothing here):
+            # without a new mtime every shell start would fall back to Python.
+            os.utime(path)
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(body)
+        os.replace(tmp, path)
+        return path
+    except OSError:
+        return None
+
+
 def usage(shell: str) -> str:
     """What `cudaenv init SHELL` (without `-`) tells the user to add to their rc file."""
     check_shell(shell)
-    line = "cudaenv init - fish | source" if shell == "fish" else f'eval "$(cudaenv init - {shell})"'
+    mkdir = "mkdir -p ~/.config/fish  # if it does not exist yet\n" if shell == "fish" else ""
     return (
-        f"# Load cudaenv automatically by appending the following to {RC_FILES[shell]}:\n\n"
-        f"{line}\n\n"
+        f"# Load cudaenv automatically by appending the following line to {RC_FILES[shell]}:\n\n"
+        f"{rc_line(shell)}\n\n"
         "# It puts cudaenv's shims on PATH and sets CUDA_HOME, CUDA_PATH,\n"
-        "# CUDAToolkit_ROOT, CUDACXX and PATH as you change directories.\n"
+        "# CUDAToolkit_ROOT, CUDACXX and PATH as you change directories. It runs\n"
+        "# no Python at shell start, and prints nothing once cudaenv is removed.\n"
+        "# For example:\n\n"
+        f"{mkdir}echo {shlex.quote(rc_line(shell))} >> {RC_FILES[shell]}\n"
     )
 
 

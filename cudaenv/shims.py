@@ -19,7 +19,7 @@ from pathlib import Path
 from . import store
 
 
-def _templates():
+def template_dir():
     # A source checkout run with PYTHONPATH=<checkout> reads its own shims/:
     # an editable install of another checkout maps cudaenv.shell_templates to
     # that checkout's directory, whose templates may differ from this code.
@@ -30,7 +30,7 @@ def _templates():
 
 
 def template(name: str) -> str:
-    return _templates().joinpath(name).read_text()
+    return template_dir().joinpath(name).read_text()
 
 
 # The facts every shell template shares with Python, by their names in

@@ -591,14 +591,14 @@ end
 
 function cudaenv --description 'cudaenv: select CUDA toolkits per directory'
     if test "$argv[1]" = shell
-        set -l out (command cudaenv sh-shell --shell fish $argv[2..-1])
+        set -l out (command @CUDAENV@ sh-shell --shell fish $argv[2..-1])
         or return $status
         string join \n -- $out | source
         set -g __cudaenv_key
         __cudaenv_hook
         return
     end
-    command cudaenv $argv
+    command @CUDAENV@ $argv
     set -l s $status
     set -g __cudaenv_key
     __cudaenv_hook

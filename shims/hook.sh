@@ -173,19 +173,21 @@ _cudaenv_prompt() {
 # The `cudaenv` command in the shell: `shell` has to change this shell's
 # variables, so its output (validated by Python, then quoted) is evaluated
 # here; any other command runs as usual, and then the hook looks again
-# (`install`, `local`, `global` may have changed what applies).
+# (`install`, `local`, `global` may have changed what applies). The program
+# is named by the path `init` found it at, so a cudaenv installed in a venv
+# keeps working in shells where that venv is not active.
 cudaenv() {
     local out rc
     if [ "${1-}" = shell ]; then
         shift
-        out=$(command cudaenv sh-shell --shell @SHELL@ "$@") || return
+        out=$(command @CUDAENV@ sh-shell --shell @SHELL@ "$@") || return
         eval "$out"
         _CUDAENV_KEY=
         _cudaenv_hook || return $?
         return 0
     fi
     rc=0
-    command cudaenv "$@" || rc=$?
+    command @CUDAENV@ "$@" || rc=$?
     _CUDAENV_KEY=
     _cudaenv_hook || :
     return $rc

@@ -87,12 +87,12 @@ def _rehash_if_stale() -> None:
 
 @click.command(epilog=f"""\b
 Examples:
-  eval "$(cudaenv init - bash)"     # in ~/.bashrc
-  eval "$(cudaenv init - zsh)"      # in ~/.zshrc
-  cudaenv init - fish | source      # in ~/.config/fish/config.fish
+  cudaenv init bash                 # the line for ~/.bashrc (no Python at shell start)
+  cudaenv init                      # the same, for the shell you are in
+  eval "$(cudaenv init - bash)"     # what that line falls back to; works in ~/.bashrc too
+  cudaenv init - fish | source      # the same for fish
   eval "$(cudaenv init --path)"     # in ~/.profile: only the shims on PATH
   eval "$(cudaenv init - sh)"       # POSIX sh, dash, ksh: shims, no per-prompt hook
-  cudaenv init                      # how to set it up for your shell
 \b
 Shells: {INIT_CHOICES}. Without SHELL, the shell running `init` is asked
 (its process name), then $SHELL.""")
@@ -123,19 +123,24 @@ def init(path_only: bool, no_rehash: bool, args: tuple[str, ...]) -> None:
         click.echo(_path_only(name), nl=False)
         return
     if not emit:
-        line = "cudaenv init - fish | source" if name == "fish" else f'eval "$(cudaenv init - {name})"'
         if name == "sh":
+            line = 'eval "$(cudaenv init - sh)"'
+
             click.echo("# Put cudaenv's shims on PATH by appending the following to ~/.profile:\n\n"
                        f"{line}\n\n# POSIX sh has no prompt hook: the shims select per directory,\n"
                        "# and `cudaenv exec` sets CUDA_HOME for one command.\n", nl=False)
         else:
             click.echo(shellmod.usage(name), nl=False)
+            shellmod.write_init_file(name, shellmod.render_init(name) + completion.init_line(name))
         return
     if name == "sh":
         click.echo("# cudaenv init for sh: shims only (no per-prompt hook in POSIX sh)\n" + _path_only(name),
                    nl=False)
         return
-    click.echo(shellmod.render_init(name) + completion.init_line(name), nl=False)
+    text = shellmod.render_init(name) + completion.init_line(name)
+    # The next shell start sources this instead of starting Python (shell.rc_line).
+    shellmod.write_init_file(name, text)
+    click.echo(text, nl=False)
 
 
 @click.command(epilog="""\b
