@@ -91,13 +91,21 @@ def init_file(shell: str, env=None) -> Path:
 
 
 def rc_line(shell: str) -> str:
-    """The one line a user puts in their rc file: no Python at shell start, silent once uninstalled."""
+    """The one line a user puts in their rc file: no Python at shell start, silent once uninstalled.
+
+    Its fallback runs cudaenv by the path it is installed at (a venv need not be active in
+    the new shell), and tests that the program is there first: a removed cudaenv prints nothing."""
     check_shell(shell)
+    prog = program()
     if shell == "fish":
+        q = _fish_quote(prog) if os.path.isabs(prog) else prog
+        exists = f"test -x {q}" if os.path.isabs(prog) else "type -q cudaenv"
         return (f"set -l f {INIT_DIR_FISH}/init.fish; test -r $f; and source $f; "
-                "or begin; type -q cudaenv; and cudaenv init - fish | source; end")
+                f"or begin; {exists}; and {q} init - fish | source; end")
+    q = shlex.quote(prog)
+    exists = f"[ -x {q} ]" if os.path.isabs(prog) else "command -v cudaenv >/dev/null"
     f = f'{INIT_DIR_SH[:-1]}/init.{shell}"'
-    return f'if [ -r {f} ] && . {f}; then :; elif command -v cudaenv >/dev/null; then eval "$(cudaenv init - {shell})"; fi'
+    return f'if [ -r {f} ] && . {f}; then :; elif {exists}; then eval "$({q} init - {shell})"; fi'
 
 
 def _init_sources(shell: str) -> list[Path]:

@@ -120,10 +120,12 @@ def test_a_changed_setting_renders_for_the_new_store(fresh, sh):
 
 @pytest.mark.parametrize("sh", SHELLS)
 def test_after_uninstall_the_rc_line_prints_nothing(fresh, sh):
-    """The package gone (a source file missing) and no cudaenv on PATH: silent, no shims added."""
+    """The package gone (a source file missing, the program gone): silent, no shims added."""
     _skip_without(sh)
     tmp_path, env, home = fresh
     rc = _rc(tmp_path, env, sh)
+    if os.path.isabs(shellmod.program()):
+        rc.write_text(rc.read_text().replace(shellmod.program(), str(tmp_path / "gone" / "cudaenv")))
     kept = shellmod.init_file(sh, env)
     text = kept.read_text()
     first = str(shellmod._init_sources(sh)[0])
