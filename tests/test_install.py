@@ -111,6 +111,27 @@ def test_major_only_and_exact(env, srv):
     assert r.returncode == 0 and "already installed" in r.stdout
 
 
+def test_a_bad_source_is_refused_whether_or_not_the_release_is_installed(env, srv):
+    """`--source pypy` used to pass when 13.0.2 was installed (answered from the store)."""
+    assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
+    requests_before = len(srv.requests)
+    for release in ("13.0.2", "12.8.1"):
+        r = env.run("install", release, "--source", "pypy")
+        assert r.returncode == 1 and r.stderr.strip() == (
+            "cudaenv: unknown source 'pypy': allowed are auto, redist, apt, pypi"), r.stderr
+    assert len(srv.requests) == requests_before
+
+
+def test_install_json_names_its_schema(env, srv):
+    """Each result object is cudaenv.install/1, and each failure the shared cudaenv.error/1."""
+    r = env.run("install", "13.0.2", "99.1", "--source", "redist", "--json", "-q")
+    assert r.returncode == 1  # not offered: bad input, not an outage
+    ok, failed = json.loads(r.stdout)
+    assert ok["schema"] == "cudaenv.install/1" and ok["release"] == "13.0.2" and ok["status"] == "installed"
+    assert failed["schema"] == "cudaenv.error/1" and failed["status"] == "error" and failed["request"] == "99.1"
+    assert failed["exit_code"] == 1 and "99.1 is not available from redist" in failed["error"]
+
+
 def test_reinstall_from_cache_downloads_nothing(env, srv):
     assert env.run("install", "13.0.2", "-q", "--source", "redist").returncode == 0
     assert archive_hits(srv) == 5

@@ -143,6 +143,12 @@ def install(versions: tuple[str, ...], source: str, profile: str, extra: tuple[s
             refresh: bool, keep_cache: bool, list_: bool, system: bool, as_json: bool, quiet: bool, auto: bool,
             python: str | None, trust_mirror: bool, yes: bool) -> None:
     """Install CUDA toolkits (verified, no root needed)."""
+    # Checked before anything else, so a typo is refused the same way whether or not
+    # the release happens to be installed already (which answers without any source).
+    try:
+        registry.candidates(source)
+    except ValueError as e:
+        fail(str(e), 1)
     if trust_mirror:
         import os
 
@@ -168,12 +174,13 @@ def install(versions: tuple[str, ...], source: str, profile: str, extra: tuple[s
         except core.InstallError as e:
             click.echo(f"cudaenv: {e}", err=True)
             code = code or e.exit_code
-            results.append({"request": spec, "error": str(e), "exit_code": e.exit_code})
+            results.append({"schema": "cudaenv.error/1", "status": "error", "request": spec, "error": str(e),
+                            "exit_code": e.exit_code})
             continue
         except KeyboardInterrupt:
             click.echo("cudaenv: install interrupted; nothing was installed", err=True)
             sys.exit(130)
-        results.append(r.to_json())
+        results.append({"schema": "cudaenv.install/1", **r.to_json()})
         if not as_json and not quiet:
             stats = f"[{human_bytes(r.downloaded_bytes)} downloaded, {r.cache_hits} cached, {r.seconds:.1f}s]"
             if r.status == "installed":
