@@ -56,8 +56,14 @@ def _version_key(name: str):
     return Release.parse(name), len(name.split("."))
 
 
-def entries(managed, discovered) -> tuple[list[Entry], list[str]]:
-    """One entry per release, newest first; a managed toolkit wins over a discovered one."""
+def entries(managed, discovered, env=None) -> tuple[list[Entry], list[str]]:
+    """One entry per release, newest first, each named as selection names it.
+
+    A toolkit is exported under the name `cudaenv local NAME` would select it by, so
+    `module load cuda/13.0` and `cudaenv local 13.0` are always the same toolkit; one that
+    no release name selects (a system 13.0 beside a managed 13.0.3) is left out, and said."""
+    from .selection import name_for
+
     chosen: dict[str, Entry] = {}
     skipped = []
     for tk in list(managed) + list(discovered):
@@ -70,8 +76,25 @@ def entries(managed, discovered) -> tuple[list[Entry], list[str]]:
         if spec.is_system or any(c in root for c in "\n\r\0"):
             skipped.append(f"{root[:80]!r}: not usable in a modulefile")
             continue
-        chosen.setdefault(spec.text, Entry(spec.text, root, tk.origin))
+        if spec.text in chosen:
+            continue
+        if name_for(root, spec.text, env) != spec.text:
+            why = ("selects another toolkit here, so no name would load this one" if _selects_something(spec, env)
+                   else "is not in the alias table yet (run cudaenv rehash as the store's owner)")
+            skipped.append(f"{root}: {spec.text} {why}")
+            continue
+        chosen[spec.text] = Entry(spec.text, root, tk.origin)
     return sorted(chosen.values(), key=lambda e: _version_key(e.name), reverse=True), skipped
+
+
+def _selects_something(spec, env) -> bool:
+    from .selection import Selection, SelectionError, locate
+
+    try:
+        locate(Selection(spec, "a listing"), env)
+        return True
+    except SelectionError:
+        return False
 
 
 def aliases(items: list[Entry]) -> dict[str, str]:
@@ -166,9 +189,17 @@ def _ours(path: Path) -> bool:
 # -- the toolkits and the default -------------------------------------------------------------
 
 def toolkits():
-    from . import discover, store
+    """(managed, discovered), with the alias table brought up to date first where this user may:
+    an export names toolkits the way selection does, and selection reads that table."""
+    from . import discover, rehash, store
 
-    return store.managed_toolkits(), discover.discover()
+    managed, static = store.managed_toolkits(), discover.discover_static()
+    if store.can_write(store.root()):
+        try:
+            rehash.rehash(managed, static)
+        except store.StoreNotWritable:
+            pass
+    return managed, discover.discover(static=static)
 
 
 def global_default(items: list[Entry], env=None) -> str | None:

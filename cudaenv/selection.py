@@ -201,3 +201,21 @@ def locate(selection: Selection, env=None) -> Resolved:
 
 def current(cwd: Path | None = None, env=None) -> Resolved:
     return locate(select(cwd, env), env)
+
+
+def name_for(root: Path | str, release: str, env=None) -> str | None:
+    """The name that selects the toolkit at `root`, as every listing and export must call it.
+
+    Its release when that selects it (the usual case), else `system` when that does, else None:
+    a system 13.0 beside a managed 13.0.3 is not `13.0` (which selects the managed one), and a
+    modulefile or Spack external named `13.0` would load another toolkit than `cudaenv local 13.0`.
+    """
+    want = os.path.realpath(root)
+    for text in (release, "system"):
+        try:
+            spec = parse_spec(text)
+            if os.path.realpath(locate(Selection(spec, "a listing"), env).root) == want:
+                return spec.text
+        except (InvalidVersion, SelectionError):
+            continue
+    return None

@@ -80,15 +80,19 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
     except SelectionError:
         cur, cur_root = None, None
     rows = []
+    names: dict[int, str | None] = {}
     for tk in managed + found:
         is_current = cur_root is not None and os.path.realpath(tk.root) == cur_root
         rows.append((tk, is_current))
+        # The name that selects it: a system 13.0 beside a managed 13.0.3 is not `13.0`.
+        names[id(tk)] = tk.release if tk.managed else selection.name_for(tk.root, tk.release)
     if as_json:
-        click.echo(json.dumps([{**tk.to_json(), "current": c} for tk, c in rows], indent=2))
+        click.echo(json.dumps([{**tk.to_json(), "name": names[id(tk)], "current": c} for tk, c in rows], indent=2))
         return
     if bare:
         for tk, _ in rows:
-            click.echo(tk.release)
+            if names[id(tk)] is not None:
+                click.echo(names[id(tk)])
         return
     if not rows:
         click.echo("no toolkits found; install one with: cudaenv install 13.0", err=True)
@@ -112,6 +116,10 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
             detail += f" ({tk.contents})"
         if c and cur is not None:  # c is only ever True with a current selection
             detail += f" ({cur.selection.origin})"
+        if names[id(tk)] is None:
+            detail += f" (not selectable: {tk.release} selects another toolkit here)"
+        elif names[id(tk)] != tk.release:
+            detail += f" (select it as {names[id(tk)]})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
     if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
         click.echo(f"* system -> {cur.root} ({cur.origin})")
