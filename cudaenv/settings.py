@@ -1,11 +1,21 @@
-"""Every CUDAENV_* environment variable cudaenv reads: one table, and small accessors.
+"""Every CUDAENV_* setting cudaenv reads: one table, and small accessors.
 
-Each accessor takes the environment as an argument (default os.environ), so an
-API given `env=` reads that and nothing else. The table is rendered into
-docs/settings.md (scripts/gen_cli_reference.py; tests/test_docs.py checks it).
+A setting comes from the environment, else from the user's configuration file
+($XDG_CONFIG_HOME/cudaenv/config.toml), else from the system's
+(/etc/cudaenv/config.toml), else its default. The settings the shims and the
+hooks read themselves (the store, the selection, the shared stores) come from
+the environment only: a shell reads no TOML, and a value it did not see would
+select another toolkit than Python does. `cudaenv config` shows each setting's
+value and where it came from.
+
+Each accessor takes the environment as an argument (default os.environ, and
+then the files too), so an API given `env=` reads that and nothing else. The
+table is rendered into docs/settings.md (scripts/gen_cli_reference.py;
+tests/test_docs.py checks it).
 
 This module is on the fast path (`cudaenv which` reads CUDAENV_ROOT and
-CUDAENV_VERSION through it): it imports only os.
+CUDAENV_VERSION through it): it imports only os, and reads a file only for a
+setting the fast path never asks for.
 """
 
 from __future__ import annotations
@@ -23,6 +33,15 @@ class Setting:
         self.default = default  # as the variable would spell it; "" = unset
         self.meaning = meaning
         self.used_by = used_by
+
+    @property
+    def key(self) -> str:
+        """Its name in a configuration file: CUDAENV_CACHE_DIR is cache_dir."""
+        return self.name[len("CUDAENV_"):].lower()
+
+    @property
+    def in_files(self) -> bool:
+        return self.name not in ENVIRONMENT_ONLY
 
 
 _TABLE = (
@@ -44,7 +63,13 @@ _TABLE = (
             "on LD_LIBRARY_PATH.", "activation, hooks"),
     Setting("CUDAENV_DEBUG", "", "`1`: an internal error prints its traceback (the default in a git "
             "checkout); `0`: never.", "cli"),
+    Setting("CUDAENV_CONFIG", "", "The user's configuration file (default: "
+            "$XDG_CONFIG_HOME/cudaenv/config.toml, i.e. ~/.config/cudaenv/config.toml).", "settings"),
+    Setting("CUDAENV_SYSTEM_CONFIG", "/etc/cudaenv/config.toml", "The system's configuration file, below "
+            "the user's; it must be root's and writable by no one else.", "settings"),
     # -- installing
+    Setting("CUDAENV_SOURCE", "auto", "The source `cudaenv install` uses when --source is not given: auto, "
+            "redist, apt or pypi (a machine that reaches only PyPI sets pypi and skips the probes).", "install"),
     Setting("CUDAENV_REDIST_URL", "https://developer.download.nvidia.com/compute/cuda/redist/",
             "The redist server or mirror (http://, https:// or file://).", "sources.redist, mirror"),
     Setting("CUDAENV_REDIST_PLATFORM", "", "Force the redist platform (linux-x86_64, linux-sbsa, "
@@ -102,20 +127,64 @@ _TABLE = (
 )
 SETTINGS: dict[str, Setting] = {s.name: s for s in _TABLE}
 
+# Read by the shims and hooks themselves (or naming the files, or cudaenv's own state in the
+# environment): a configuration file may not set these, and says so.
+ENVIRONMENT_ONLY = frozenset({
+    "CUDAENV_ROOT", "CUDAENV_VERSION", "CUDAENV_VERSION_FILE", "CUDAENV_SHARED_ROOTS", "CUDAENV_LD_LIBRARY_PATH",
+    "CUDAENV_CONFIG", "CUDAENV_SYSTEM_CONFIG", "CUDAENV_PATH_ENTRY", "CUDAENV_LD_ENTRY", "CUDAENV_VERSION_OLD",
+})
+BY_KEY: dict[str, Setting] = {s.key: s for s in _TABLE}
+
 
 def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
 
 
 def value(name: str, env: Mapping[str, str] | None = None) -> str | None:
-    """The variable as set (possibly empty), or None when it is not set."""
-    SETTINGS[name]  # a name missing from the table is a bug, caught by every test that reads it
-    return _env(env).get(name)
+    """The setting as set (possibly empty), or None when neither the environment nor a file sets it."""
+    setting = SETTINGS[name]  # a name missing from the table is a bug, caught by every test that reads it
+    found = _env(env).get(name)
+    if found is None and env is None and setting.in_files:
+        found = _from_files().get(name, (None, ""))[0]
+    return found
 
 
 def get(name: str, env: Mapping[str, str] | None = None) -> str:
-    """The variable as set (possibly empty), else its default from the table."""
-    return _env(env).get(name, SETTINGS[name].default)
+    """The setting as set (possibly empty), else its default from the table."""
+    found = value(name, env)
+    return SETTINGS[name].default if found is None else found
+
+
+def origin(name: str, env: Mapping[str, str] | None = None) -> str:
+    """Where the setting's value comes from: `environment`, a file's path, or `default`."""
+    if name in _env(env):
+        return "environment"
+    if env is None and SETTINGS[name].in_files and name in _from_files():
+        return _from_files()[name][1]
+    return "default"
+
+
+_FILES: dict[str, tuple[str, str]] | None = None
+
+
+def config_files(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(scope, path) of the configuration files, lowest precedence first."""
+    env = _env(env)
+    home = env.get("HOME") or os.path.expanduser("~")
+    user = env.get("CUDAENV_CONFIG") or os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+                                                     "cudaenv", "config.toml")
+    return [("system", env.get("CUDAENV_SYSTEM_CONFIG", SETTINGS["CUDAENV_SYSTEM_CONFIG"].default)),
+            ("user", user)]
+
+
+def _from_files() -> dict[str, tuple[str, str]]:
+    """name -> (value, path) from the configuration files, read once per process."""
+    global _FILES
+    if _FILES is None:
+        from .config import read_files
+
+        _FILES = read_files(config_files(), BY_KEY)
+    return _FILES
 
 
 def number(name: str, env: Mapping[str, str] | None = None) -> float:
@@ -135,10 +204,21 @@ def markdown() -> str:
     """docs/settings.md, rendered from the table."""
     lines = ["# Settings", "",
              "<!-- Generated by scripts/gen_cli_reference.py from cudaenv/settings.py; do not edit. -->", "",
-             "Every environment variable cudaenv reads. Each is optional; an empty default means",
-             "unset, and the meaning says what applies then.", "",
-             "| variable | default | meaning | read by |", "|---|---|---|---|"]
+             "Every setting cudaenv reads. Each is optional; an empty default means unset, and the",
+             "meaning says what applies then.", "",
+             "A setting comes from the environment, else from the user's configuration file",
+             "(`$XDG_CONFIG_HOME/cudaenv/config.toml`, i.e. `~/.config/cudaenv/config.toml`), else from",
+             "the system's (`/etc/cudaenv/config.toml`), else its default. In a file, a setting's key",
+             "is its name without `CUDAENV_` in lower case:", "",
+             "```toml", "# ~/.config/cudaenv/config.toml", 'source = "pypi"          # CUDAENV_SOURCE',
+             "download_jobs = 8         # CUDAENV_DOWNLOAD_JOBS", "```", "",
+             "A file is obeyed only if it is yours or root's and no one else may write it; another",
+             "user's is skipped with a warning. The settings marked *environment only* are read by",
+             "the shims and hooks themselves, which read no file, so a file may not set them.",
+             "`cudaenv config` shows each setting's value and where it came from.", "",
+             "| variable | file key | default | meaning | read by |", "|---|---|---|---|---|"]
     for s in _TABLE:
         default = f"`{s.default}`" if s.default else ""
-        lines.append(f"| `{s.name}` | {default} | {s.meaning.replace('|', '&#124;')} | {s.used_by} |")
+        key = f"`{s.key}`" if s.in_files else "*environment only*"
+        lines.append(f"| `{s.name}` | {key} | {default} | {s.meaning.replace('|', '&#124;')} | {s.used_by} |")
     return "\n".join(lines) + "\n"

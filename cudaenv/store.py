@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import settings
+from .safeopen import open_regular  # noqa: F401  (store.open_regular: the name its callers use)
 from .errors import AccessError, CudaenvError
 from .versions import InvalidVersion, Release
 
@@ -213,22 +214,6 @@ def __getattr__(name):
 SMALL_FILE_LIMIT = 1024 * 1024
 
 
-def open_regular(path: Path | str) -> int:
-    """A read-only descriptor of the regular file `path`, for the caller to close.
-
-    Raises OSError for anything else: a FIFO or device (opened without
-    blocking, so a planted FIFO cannot hang a command) or a directory.
-    """
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def read_head(path: Path | str, limit: int) -> str:

@@ -11,13 +11,17 @@ cd "$(dirname "$0")/.."
 
 venv=${CUDAENV_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cudaenv-ci}/min-deps
 pins=$(python - <<'PY'
-import re, tomllib
+import tomllib
+from packaging.requirements import Requirement
 deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
 for d in deps:
-    m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9][0-9.]*)(,<[0-9.]+)?", d.replace(" ", ""))
-    if not m:
-        raise SystemExit(f"ci_min_deps: cannot read a lower bound from {d!r}; write it as name>=X[,<Y]")
-    print(f"{m[1]}=={m[2]}")
+    req = Requirement(d)
+    if req.marker is not None and not req.marker.evaluate():
+        continue  # e.g. tomli, for Pythons older than this one
+    lows = [s.version for s in req.specifier if s.operator == ">="]
+    if len(lows) != 1:
+        raise SystemExit(f"ci_min_deps: {d!r} needs exactly one lower bound (name>=X)")
+    print(f"{req.name}=={lows[0]}")
 PY
 )
 [ -x "$venv/bin/python" ] || python -m venv --system-site-packages "$venv"

@@ -118,8 +118,8 @@ bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 @click.argument("versions", nargs=-1)
 # Plain strings checked by the core, so a bad value exits 1 (bad input) with the
 # allowed values, not click's usage-error code 2, which means a source failure here.
-@click.option("--source", default="auto", show_default=True, metavar=registry.metavar(),
-              help="Where to get the toolkit.")
+@click.option("--source", default=None, metavar=registry.metavar(),
+              help="Where to get the toolkit (default: the `source` setting, CUDAENV_SOURCE; else auto).")
 @click.option("--profile", default="minimal", show_default=True, metavar="|".join(components.PROFILES),
               help="Which components to install.")
 @click.option("--with", "extra", multiple=True, metavar="COMPONENT",
@@ -139,12 +139,16 @@ bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
               help="Trust the redist mirror for releases or archives the shipped pins do not vouch for "
                    "(CUDAENV_TRUST_MIRROR=1).")
 @click.option("-y", "--yes", is_flag=True, help="With --system: run apt-get without asking.")
-def install(versions: tuple[str, ...], source: str, profile: str, extra: tuple[str, ...], force: bool,
+def install(versions: tuple[str, ...], source: str | None, profile: str, extra: tuple[str, ...], force: bool,
             refresh: bool, keep_cache: bool, list_: bool, system: bool, as_json: bool, quiet: bool, auto: bool,
             python: str | None, trust_mirror: bool, yes: bool) -> None:
     """Install CUDA toolkits (verified, no root needed)."""
     # Checked before anything else, so a typo is refused the same way whether or not
     # the release happens to be installed already (which answers without any source).
+    if source is None:
+        from .. import settings
+
+        source = settings.get("CUDAENV_SOURCE") or "auto"
     try:
         registry.candidates(source)
     except ValueError as e:
