@@ -381,7 +381,8 @@ def _receipt(plan: Plan, extra, previous: dict | None = None) -> dict:
 
     comps = dict((previous or {}).get("components") or {})
     comps.update({
-        a.component: {"version": a.version, "sha256": a.sha256, "size": a.size, "filename": a.filename}
+        a.component: {"version": a.version, "sha256": a.sha256, "size": a.size, "filename": a.filename,
+                      **({"release_version": a.release_version} if a.release_version else {})}
         for a in plan.artifacts
     })
     return {

@@ -527,6 +527,42 @@ def test_cli_install_from_a_local_index(local_index, tmp_path):
     assert which.returncode == 0 and Path(which.stdout.strip()) == tree / "bin" / "nvcc"
 
 
+def _ranged_release(index: Index, wheels: Path, *, own_published: bool) -> None:
+    """cuda-toolkit 13.0.3 whose nvjitlink is pinned by a range (`>=13.0.88,<14`), as NVIDIA's
+    13.1.x metadata pins some components, with a newer 13.5.37 on the index as well."""
+    lib = {"nvidia/cu13/lib/libnvJitLink.so.13": b"\x7fELF\n"}
+    versions = ("13.0.88", "13.5.37") if own_published else ("13.5.37",)
+    for version in versions:
+        index.add("nvidia-nvjitlink", build_wheel(wheels, "nvidia-nvjitlink", version, platform_tag(MACHINE), lib))
+    ranged = "Requires-Dist: nvidia-nvjitlink>=13.0.88,<14; sys_platform == 'linux' and extra == 'nvcc'"
+    index.add("cuda-toolkit", build_wheel(wheels, "cuda-toolkit", "13.0.3", "py2.py3-none-any", {},
+                                          meta_lines(COMPONENTS) + (ranged,)))
+
+
+def test_a_ranged_pin_takes_the_releases_own_version(local_index, tmp_path):
+    """One release is one set of bytes: the range's lower bound (the release's own nvjitlink),
+    not the newest wheel NVIDIA has published since."""
+    _ranged_release(local_index, Path(local_index.root), own_published=True)
+    plan = PypiSource(local_index.url).plan("13.0.3", "minimal")
+    got = {a.component: a for a in plan.artifacts}
+    assert got["nvidia-nvjitlink"].version == "13.0.88" and got["nvidia-nvjitlink"].release_version == ""
+    assert got["nvidia-cuda-runtime"].version == "13.0.96.1"  # `==13.0.96.*`: its post-release, as before
+
+
+def test_a_component_whose_own_version_is_gone_is_recorded_and_listed(local_index, tmp_path):
+    _ranged_release(local_index, Path(local_index.root), own_published=False)
+    proc = cudaenv_cli(tmp_path, local_index.url, "install", "13.0.3", "--source", "pypi", "-q")
+    assert proc.returncode == 0, proc.stderr
+    receipt = json.loads((tmp_path / "root" / "versions" / "13.0.3" / ".cudaenv-receipt.json").read_text())
+    assert receipt["components"]["nvidia-nvjitlink"] == {**receipt["components"]["nvidia-nvjitlink"],
+                                                         "version": "13.5.37", "release_version": "13.0.88"}
+    listing = cudaenv_cli(tmp_path, local_index.url, "versions")
+    assert "differs from 13.0.3's own components: nvidia-nvjitlink 13.5.37, not 13.0.88" in listing.stdout
+    rows = json.loads(cudaenv_cli(tmp_path, local_index.url, "versions", "--json").stdout)
+    assert rows[0]["differs_from_release"] == [{"component": "nvidia-nvjitlink", "version": "13.5.37",
+                                                "release_version": "13.0.88"}]
+
+
 def test_cli_install_refuses_a_component_with_the_wrong_sha256(local_index, tmp_path):
     nvcc = next(f for f in local_index.projects["nvidia-cuda-nvcc"]
                 if f["filename"].startswith("nvidia_cuda_nvcc-13.0.88-") and MACHINE in f["filename"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import click
 
@@ -87,7 +88,9 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         # The name that selects it: a system 13.0 beside a managed 13.0.3 is not `13.0`.
         names[id(tk)] = tk.release if tk.managed else selection.name_for(tk.root, tk.release)
     if as_json:
-        click.echo(json.dumps([{**tk.to_json(), "name": names[id(tk)], "current": c} for tk, c in rows], indent=2))
+        click.echo(json.dumps([{**tk.to_json(), "name": names[id(tk)], "current": c,
+                                **({"differs_from_release": _differs(tk)} if tk.managed else {})}
+                               for tk, c in rows], indent=2))
         return
     if bare:
         for tk, _ in rows:
@@ -116,6 +119,10 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
             detail += f" ({tk.contents})"
         if c and cur is not None:  # c is only ever True with a current selection
             detail += f" ({cur.selection.origin})"
+        if tk.managed and _differs(tk):
+            detail += (f" (differs from {tk.release}'s own components: "
+                       + ", ".join(f"{d['component']} {d['version']}, not {d['release_version']}" for d in _differs(tk))
+                       + ")")
         if names[id(tk)] is None:
             detail += f" (not selectable: {tk.release} selects another toolkit here)"
         elif names[id(tk)] != tk.release:
@@ -123,6 +130,14 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
     if cur is not None and cur.selection.spec.is_system and not any(c for _, c in rows):
         click.echo(f"* system -> {cur.root} ({cur.origin})")
+
+
+def _differs(tk: Any) -> list[dict[str, str]]:
+    """The components installed at another version than the release names (its own was not offered)."""
+    comps = (getattr(tk, "receipt", None) or {}).get("components") or {}
+    return [{"component": name, "version": str(c.get("version")), "release_version": str(c["release_version"])}
+            for name, c in sorted(comps.items())
+            if isinstance(c, dict) and c.get("release_version") and c.get("release_version") != c.get("version")]
 
 
 @click.command(epilog="""\b

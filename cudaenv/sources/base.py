@@ -50,6 +50,9 @@ class Artifact:
     # The directory inside the archive that becomes the toolkit root:
     #   tar.xz: "<top dir>" (stripped); whl: "nvidia/cu13"; deb: "usr/local/cuda-13.0"
     subdir: str = ""
+    # The version the release itself names for this component, when the source had to take
+    # another (its own is not on the index): the receipt keeps both, `versions` says so.
+    release_version: str = ""
 
 
 @dataclass

@@ -420,14 +420,25 @@ class PypiSource:
         return self.local and parts.scheme == "file" and parts.netloc in ("", "localhost")
 
     def pin(self, req: Requirement, subdir: str) -> Artifact:
-        """The newest wheel of `req` that the specifier allows and this machine can use."""
+        """The wheel of `req` that belongs to the release, for this machine.
+
+        The meta-package pins some components exactly (`==13.0.88.*`) and others by a range
+        (`>=13.1.115,<14`) whose lower bound is the release's own version; the newest wheel in
+        that range would make one release mean other bytes every time NVIDIA publishes. So
+        the release's own version is taken (its newest post-release, as `==X.*` would), and
+        the newest in range only when the index lacks it, recorded as a difference."""
         matches = [(v, f) for v, f in self._wheels(req.name) if req.specifier.contains(v, prereleases=True)]
         if not matches:
             raise SourceError(
                 f"no {platform_name()} wheel of {req.name}{req.specifier} on {redact(self.index)}"
             )
-        version, f = max(matches, key=lambda m: m[0])
-        return self._artifact(req.name, version, f, subdir)
+        own = release_version(req)
+        mine = [m for m in matches if own is not None and m[0].release[:3] == own.release[:3]]
+        version, f = max(mine or matches, key=lambda m: m[0])
+        artifact = self._artifact(req.name, version, f, subdir)
+        if own is not None and not mine:
+            artifact.release_version = str(own)
+        return artifact
 
     # -- releases and the meta-package ------------------------------------
 
@@ -583,6 +594,19 @@ class PypiSource:
                     os.symlink(f"../../{sub}", targets / sub)
         # Always written: the pieces of version.json that single wheels may carry do not describe the whole tree.
         fixups.write_version_json(root, plan, version_json_components(plan), replace=True)
+
+
+def release_version(req: Requirement) -> Version | None:
+    """The component version a release names: the lower bound of `>=X` or the X of `==X.*`/`==X`."""
+    from packaging.version import InvalidVersion, Version
+
+    for spec in req.specifier:
+        if spec.operator in (">=", "==", "==="):
+            try:
+                return Version(spec.version.removesuffix(".*"))
+            except InvalidVersion:
+                return None
+    return None
 
 
 def add_dev_symlinks(lib: Path) -> list[str]:
