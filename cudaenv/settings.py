@@ -84,7 +84,8 @@ _TABLE = (
     Setting("CUDAENV_APT_DISTRO", "", "Force the distro name (debian12, ubuntu2204, ubuntu2404; "
             "default: from /etc/os-release).", "sources.apt"),
     Setting("CUDAENV_APT_KEYRING", "", "The keyring the apt repository is verified with "
-            "(default: the shipped one, else cuda-keyring's).", "sources.apt"),
+            "(default: /usr/share/keyrings/cuda-archive-keyring.gpg, from NVIDIA's cuda-keyring package; "
+            "cudaenv ships none).", "sources.apt"),
     Setting("CUDAENV_APT_BACKEND", "", "Force the apt index reader: `python` (python-apt) or `cli` "
             "(apt-get/apt-cache).", "sources.apt"),
     Setting("CUDAENV_PYTHON_APT_PATH", "", "The directory holding apt_pkg*.so, when python-apt is not "

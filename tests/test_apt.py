@@ -265,7 +265,6 @@ def test_bad_configuration_is_a_clear_error(env, monkeypatch):
 
 def test_missing_keyring_names_cuda_keyring(env, monkeypatch):
     monkeypatch.delenv("CUDAENV_APT_KEYRING")
-    monkeypatch.setattr(repository, "SHIPPED_KEYRING", env / "none.gpg")
     monkeypatch.setattr(repository, "SYSTEM_KEYRING", env / "none2.gpg")
     with pytest.raises(SourceError, match="cuda-keyring"):
         apt.keyring_path()

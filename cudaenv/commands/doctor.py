@@ -125,7 +125,7 @@ Examples:
   cudaenv doctor --python .venv/bin/python
   cudaenv doctor --json | jq .status
   cudaenv doctor --fix --yes          # clear JIT caches built by another toolkit
-  cudaenv doctor --format prometheus --output /var/lib/node_exporter/textfile/cudaenv.prom
+  cudaenv doctor --format prometheus --output /var/lib/node_exporter/textfile_collector/cudaenv.prom
 Exit status: 0 all ok, 1 warnings, 2 errors, 3 the --output file could not be
 written, 64 bad input or usage (message on stderr; with --json also
 {"schema": "cudaenv.error/1", ...} on stdout).""")

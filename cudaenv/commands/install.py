@@ -298,7 +298,11 @@ def cache() -> None:
     """Show, prune or clear the download and unpacked-tree caches."""
 
 
-@cache.command("info")
+@cache.command("info", epilog="""\b
+Examples:
+  cudaenv cache info             # size per source and release, archives and unpacked trees
+  cudaenv cache info --json      # for scripts: {"releases": [...], "sources": {...}, "total_bytes": N}
+""")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_info(as_json: bool) -> None:
     """Cache size per source and per release."""
@@ -356,7 +360,11 @@ def cache_prune(older_than: str | None, uninstalled: bool, dry_run: bool, as_jso
                f"{out['trees']} unpacked trees ({human_bytes(out['tree_bytes'])})")
 
 
-@cache.command("list")
+@cache.command("list", epilog="""\b
+Examples:
+  cudaenv cache list             # each archive: size, sha256, the toolkits installed from it
+  cudaenv cache list --json      # for scripts
+""")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_list(as_json: bool) -> None:
     """List cached archives with their sizes."""

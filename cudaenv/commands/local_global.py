@@ -95,6 +95,8 @@ Examples:
   cudaenv local               # show this directory's version file value
   cudaenv local --unset       # remove ./.cuda-version
   cudaenv local --auto        # what `cudaenv resolve` recommends for this GPU/torch/driver
+\b
+It writes .cuda-version here; the nearest one up from a directory selects there.
 """)
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Remove the .cuda-version in this directory.")
@@ -103,7 +105,7 @@ Examples:
 @click.option("--python", "python", default=None, metavar="PATH",
               help="With --auto: the Python whose torch and JIT libraries count.")
 def local(version: str | None, unset: bool, force: bool, auto: bool, python: str | None) -> None:
-    """Select a toolkit for this directory and below (.cuda-version)."""
+    """Select a toolkit for this directory and below."""
     if auto:
         if version or unset:
             fail("--auto takes no VERSION and no --unset")
@@ -133,12 +135,14 @@ Examples:
   cudaenv global system       # use the machine's own toolkit by default
   cudaenv global              # show it
   cudaenv global --unset
+\b
+It is kept in $CUDAENV_VERSION_FILE, else $CUDAENV_ROOT/version.
 """)
 @click.argument("version", required=False)
 @click.option("--unset", is_flag=True, help="Remove the global version file.")
 @click.option("-f", "--force", is_flag=True, help="Write the version even if it is not installed.")
 def global_(version: str | None, unset: bool, force: bool) -> None:
-    """Select the default toolkit ($CUDAENV_VERSION_FILE or $CUDAENV_ROOT/version)."""
+    """Select the default toolkit, for directories that select none."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
     if version is not None or unset:
         from .. import alias_lookup, storelinks

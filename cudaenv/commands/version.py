@@ -19,7 +19,8 @@ from .common import exit_with
 
 @click.command(epilog="""\b
 Examples:
-  cudaenv version            # 13.0.2 (set by /work/proj/.cuda-version)
+  cudaenv version            # 13.0 -> 13.0.3 at ~/.local/share/cudaenv/versions/13.0.3
+                             #   (set by /work/proj/.cuda-version)
   cudaenv version --json     # for scripts
   cudaenv version --bare     # 13.0
 """)

@@ -19,8 +19,10 @@ from ..base import SourceError
 
 DEFAULT_BASE = "https://developer.download.nvidia.com/compute/cuda/repos/"
 DISTROS = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
-SYSTEM_KEYRING = Path("/usr/share/keyrings/cuda-archive-keyring.gpg")  # installed by NVIDIA's cuda-keyring
-SHIPPED_KEYRING = Path(__file__).resolve().parents[2] / "data" / "cuda-archive-keyring.gpg"
+# Installed by NVIDIA's cuda-keyring package. cudaenv ships no keyring of its own: a key copied
+# into a Python package would outlive NVIDIA's rotation of it, and cuda-keyring is how NVIDIA
+# publishes the current one.
+SYSTEM_KEYRING = Path("/usr/share/keyrings/cuda-archive-keyring.gpg")
 
 
 def host_distro() -> str:
@@ -70,17 +72,17 @@ def repo_url() -> str:
 
 
 def keyring_path() -> Path:
-    """The keyring NVIDIA's repository is verified with: CUDAENV_APT_KEYRING, the shipped one, or cuda-keyring's."""
+    """The keyring NVIDIA's repository is verified with: CUDAENV_APT_KEYRING, else cuda-keyring's."""
     forced = settings.value("CUDAENV_APT_KEYRING")
     if forced:
         path = Path(forced).expanduser()
         if not path.is_file():
             raise SourceError(f"CUDAENV_APT_KEYRING={forced[:80]!r}: no such file")
         return path.absolute()
-    for path in (SHIPPED_KEYRING, SYSTEM_KEYRING):
-        if path.is_file():
-            return path
-    raise SourceError(f"apt: no NVIDIA archive keyring to verify the repository with: install NVIDIA's "
+    if SYSTEM_KEYRING.is_file():
+        return SYSTEM_KEYRING
+    # No "apt:" here: every caller names the source first (`install --list` printed "apt: apt: ...").
+    raise SourceError(f"no NVIDIA archive keyring to verify the repository with: install NVIDIA's "
                       f"cuda-keyring package (it provides {SYSTEM_KEYRING}) or set CUDAENV_APT_KEYRING")
 
 
