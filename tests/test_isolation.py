@@ -247,3 +247,56 @@ def test_run_python_command_line_and_environment(tmp_path):
     assert os.listdir(cwd) == [] if os.path.exists(cwd) else True
     assert cwd != os.getcwd() and isolated == "1" and leaked == "[]"
     assert not os.path.exists(cwd)  # the private directory is gone after the run
+
+
+# --- relative PATH entries ------------------------------------------------------------------------
+
+def plant_programs(checkout: Path, markers: Path) -> None:
+    """nvidia-smi, nvcc, python3 and the host compilers where a relative PATH entry
+    (node_modules/.bin, bin) or an empty one (the working directory) would find them."""
+    for d in (checkout, checkout / "node_modules" / ".bin", checkout / "bin"):
+        d.mkdir(parents=True, exist_ok=True)
+        for name in ("nvidia-smi", "nvcc", "python3", "ptxas", "cc", "gcc", "dpkg-deb", "apt-get"):
+            tool = d / name
+            tool.write_text(f"#!/bin/sh\ntouch {markers}/{d.name}-{name}\n"
+                            "echo 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+            tool.chmod(0o755)
+        (d / "cuda" / "bin").mkdir(parents=True, exist_ok=True)
+        (d / "cuda" / "bin" / "nvcc").write_text(f"#!/bin/sh\ntouch {markers}/relative-cuda-home-nvcc\n")
+        (d / "cuda" / "bin" / "nvcc").chmod(0o755)
+
+
+@pytest.mark.parametrize("where", ["empty entry", "relative entries"])
+def test_relative_and_empty_path_entries_are_never_run(tmp_path, where):
+    """doctor and resolve look nvidia-smi, nvcc and python3 up on PATH: a relative or empty entry
+    names the working directory's programs, and none of them runs. A relative CUDA_HOME is not run either."""
+    m = machine(tmp_path)
+    markers = m.tmp / "markers"
+    markers.mkdir()
+    checkout = m.tmp / "checkout"
+    plant_programs(checkout, markers)
+    env = m.env()
+    clean = run(dict(env, CUDAENV_LIVE="always"), m.proj, "doctor", "--json")
+    entries = ["", "::"] if where == "empty entry" else ["node_modules/.bin", "bin", "."]
+    path = ":".join([entries[0], env["PATH"]] + entries[1:]) if where == "relative entries" else \
+        ":" + env["PATH"] + "::" + "/usr/bin" + ":"
+    hostile_env = dict(env, PATH=path, CUDAENV_LIVE="always", PWD=str(checkout))
+    p = run(hostile_env, checkout, "doctor", "--json")
+    assert_no_marker(markers)
+    assert _answers(p.stdout) == _answers(clean.stdout)
+    run(hostile_env, checkout, "resolve", "--json")
+    run(dict(hostile_env, CUDA_HOME="cuda"), checkout, "doctor", "--json")
+    run(dict(hostile_env, CUDA_HOME="bin/cuda"), checkout, "resolve", "--json")
+    assert_no_marker(markers)
+
+
+def test_which_takes_absolute_entries_only(tmp_path, monkeypatch):
+    (tmp_path / "rel").mkdir()
+    for d in (tmp_path, tmp_path / "rel"):
+        (d / "tool").write_text("#!/bin/sh\n")
+        (d / "tool").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for path in ("", ":", "rel", "rel:.:", "./rel::"):
+        assert programs.which("tool", {"PATH": path}) is None, path
+    assert programs.which("tool", {"PATH": f"rel::{tmp_path}/rel"}) == f"{tmp_path}/rel/tool"
+    assert programs.trusted_path_entries("a::/b:./c:/d:") == ["/b", "/d"]
