@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import data as cdata
-from . import discover, programs
+from . import discover, programs, quoting
 from .data import load
 from .versions import major_minor
 
@@ -471,7 +471,8 @@ def triton_checks(a: Answer | None, archs, fix_root: str | None, env, fallback_f
     if bad:
         sm, e, why = bad[0]
         # The variable Triton reads for this arch: TRITON_PTXAS_BLACKWELL_PATH from sm_90 on in 3.9.
-        fix = f"export {e.get('env') or 'TRITON_PTXAS_PATH'}={os.path.join(fix_root, 'bin', 'ptxas')}" if fix_root else fallback_fix
+        fix = (quoting.sh_export({e.get("env") or "TRITON_PTXAS_PATH": os.path.join(fix_root, "bin", "ptxas")})
+               if fix_root else fallback_fix)
         out.append(("triton-ptxas", "error", why,
                     f"ptxas fails with \"Value '{sm}a' is not defined for option 'gpu-name'\" (triton-lang/triton#8539); "
                     f"Triton reads {e.get('env')} for this GPU.", fix))
@@ -509,7 +510,7 @@ def sglang_checks(a: Answer | None, fix_root: str | None) -> list[tuple]:
 
 
 def _root_fix(fix_root: str | None) -> str:
-    return f"export CUDA_HOME={fix_root}" if fix_root else "unset CUDA_HOME CUDA_PATH"
+    return quoting.sh_export({"CUDA_HOME": fix_root}) if fix_root else "unset CUDA_HOME CUDA_PATH"
 
 
 def flashinfer_checks(a: Answer | None, archs, fix_root: str | None, toolkit_fix: str | None) -> list[tuple]:

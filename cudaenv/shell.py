@@ -8,11 +8,11 @@ per prompt is shell builtins: no Python, no other process.
 
 from __future__ import annotations
 
-import shlex
 
 from . import store
 from .errors import InputError
-from .shims import fill, fish_quote, render_select, template
+from . import quoting
+from .shims import fill, render_select, template
 from .versions import InvalidVersion, parse_spec
 
 SHELLS = ("bash", "zsh", "fish")
@@ -29,7 +29,6 @@ def check_shell(name: str) -> str:
     return name
 
 
-_fish_quote = fish_quote  # commands/shell.py quotes the shims directory with it
 
 
 
@@ -40,16 +39,16 @@ def render_init(shell: str) -> str:
     shims = str(store.shims_dir())
     if shell == "fish":
         text = fill(template("hook.fish"), fish=True)
-        text = text.replace("@SHIMS@", _fish_quote(shims))
-        return text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
-    q = shlex.quote(shims)
+        text = text.replace("@SHIMS@", quoting.fish(shims))
+        return text.replace("@DEFAULT_ROOT@", quoting.fish(str(store.root())))
+    q = quoting.sh(shims)
     path_line = (
         f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
     )
     lib = render_select() + fill(template("hook.sh")).replace("@SHELL@", shell)
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
-        body = f"emulate sh -c {shlex.quote(lib)}\n" + fill(template("hook.zsh"))
+        body = f"emulate sh -c {quoting.sh(lib)}\n" + fill(template("hook.zsh"))
     else:
         body = lib + template("hook.bash")
     return f"# cudaenv init for {shell}\n" + path_line + body
@@ -72,8 +71,8 @@ OLD_VAR = "CUDAENV_VERSION_OLD"  # what `cudaenv shell -` goes back to, as pyenv
 
 def _set(shell: str, name: str, value: str) -> str:
     if shell == "fish":
-        return f"set -gx {name} {_fish_quote(value)}\n"
-    return f"export {name}={shlex.quote(value)}\n"
+        return f"set -gx {name} {quoting.fish(value)}\n"
+    return f"export {name}={quoting.sh(value)}\n"
 
 
 def _unset(shell: str, name: str) -> str:

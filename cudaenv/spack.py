@@ -17,7 +17,7 @@ same way, so no YAML library is needed to write it.
 
 from __future__ import annotations
 
-import json
+from . import quoting
 
 
 def render(items, buildable: bool = False) -> str:
@@ -34,8 +34,8 @@ def render(items, buildable: bool = False) -> str:
     else:
         lines.append("    externals:")
         for e in items:
-            lines.append(f"    - spec: {json.dumps('cuda@' + e.name)}")
-            lines.append(f"      prefix: {json.dumps(e.root)}")
+            lines.append(f"    - spec: {quoting.yaml('cuda@' + e.name)}")
+            lines.append(f"      prefix: {quoting.yaml(e.root)}")
     return "\n".join(lines) + "\n"
 
 
