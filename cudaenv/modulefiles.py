@@ -68,8 +68,13 @@ def entries(managed, discovered) -> tuple[list[Entry], list[str]]:
             skipped.append(f"{tk.root}: release {tk.release[:20]!r} is not a version number")
             continue
         root = str(tk.root)
-        if spec.is_system or any(c in root for c in "\n\r\0"):
+        if spec.is_system:
             skipped.append(f"{root[:80]!r}: not usable in a modulefile")
+            continue
+        try:
+            quoting.tcl(root), quoting.lua(root)
+        except quoting.Unquotable as e:
+            skipped.append(f"{e}; skipped")
             continue
         chosen.setdefault(spec.text, Entry(spec.text, root, tk.origin))
     return sorted(chosen.values(), key=lambda e: _version_key(e.name), reverse=True), skipped

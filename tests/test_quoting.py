@@ -210,6 +210,22 @@ def test_modulefiles_round_trip_through_the_real_module_tools(tmp_path, marker, 
     _refused_only_for(fmt, refused)
 
 
+def test_modulefiles_command_skips_a_root_a_modulefile_cannot_hold(tmp_path):
+    """`cudaenv modulefiles` skips a toolkit whose root holds a control character, in one line
+    naming it, and writes the others."""
+    from toolkits import base_env, make_toolkit
+
+    make_toolkit(tmp_path / "sys" / "cuda-13.0-\x1b[31m", "13.0.2")
+    make_toolkit(tmp_path / "sys" / "cuda-12.8", "12.8.1")
+    env = base_env(tmp_path / "root", search=str(tmp_path / "sys" / "cuda-*"))
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "modulefiles", str(tmp_path / "mf")], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in (r.stdout + r.stderr).splitlines() if "control character" in l]
+    assert len(lines) == 1 and "cuda-13.0-\\x1b[31m" in lines[0], r.stdout + r.stderr
+    assert sorted(p.name for p in (tmp_path / "mf" / "cuda").iterdir() if p.name.startswith("1")) == ["12.8.1.lua"]
+
+
 # --- systemd ---------------------------------------------------------------------------------
 
 def _systemd_environment(tmp_path: Path, i: int, body: str) -> str | None:
