@@ -285,8 +285,10 @@ def test_relative_and_empty_path_entries_are_never_run(tmp_path, where):
     assert_no_marker(markers)
     assert _answers(p.stdout) == _answers(clean.stdout)
     run(hostile_env, checkout, "resolve", "--json")
-    run(dict(hostile_env, CUDA_HOME="cuda"), checkout, "doctor", "--json")
-    run(dict(hostile_env, CUDA_HOME="bin/cuda"), checkout, "resolve", "--json")
+    # With the venv as the target, torch's and FlashInfer's models both look at the relative CUDA_HOME.
+    in_venv = dict(hostile_env, VIRTUAL_ENV=str(m.venv))
+    run(dict(in_venv, CUDA_HOME="cuda"), checkout, "doctor", "--json")
+    run(dict(in_venv, CUDA_HOME="bin/cuda"), checkout, "resolve", "--json")
     assert_no_marker(markers)
 
 
