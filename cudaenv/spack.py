@@ -11,8 +11,9 @@ Spack's documented schema (packages.yaml, "External packages"):
 
 One external per release, managed and discovered (a managed toolkit wins over
 a discovered one of the same release, as in the modulefiles). Strings are
-written as JSON-style double-quoted scalars, which every YAML parser reads the
-same way, so no YAML library is needed to write it.
+written as YAML double-quoted scalars with everything outside printable ASCII
+escaped (quoting.yaml), which every YAML parser reads the same way, so no YAML
+library is needed to write it.
 """
 
 from __future__ import annotations
