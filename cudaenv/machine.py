@@ -358,6 +358,8 @@ _SITE_SNIPPET = (
 def site_packages(python: str, env) -> list[str]:
     """The target interpreter's import path: one short subprocess, no imports beyond sysconfig."""
     r = programs.run_python(python, _SITE_SNIPPET, env=env, timeout=30)
+    if r.returncode != 0 and "Unknown option: -I" in r.stderr:
+        raise OSError("it is older than Python 3.4 and has no isolated mode (-I), which cudaenv starts every Python in")
     if r.returncode != 0:
         raise OSError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
     out = []

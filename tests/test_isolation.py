@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from cudaenv import consumers, programs
+from cudaenv import machine as probing
 from fakemachine import Machine
 
 # The module names Python imports by itself or that cudaenv's snippets and the probe import.
@@ -208,6 +210,17 @@ def test_older_interpreters_are_isolated_too(tmp_path, python):
     assert_no_marker(markers)
     assert _answers(p.stdout) == _answers(clean.stdout)
     assert json.loads(p.stdout)["probe"]["python"]["packages"]["torch"]["version"] == "2.9.0+cu130"
+
+
+PYTHON2 = next(iter(sorted(glob.glob("/root/.pyenv/versions/2.*/bin/python2"))), None) or shutil.which("python2")
+
+
+@pytest.mark.skipif(PYTHON2 is None, reason="no Python 2 on this machine (looked in /root/.pyenv/versions and PATH)")
+def test_an_interpreter_without_isolated_mode_is_refused_in_one_line():
+    """Python before 3.4 has no -I: it is not run another way, and the report says why."""
+    py = probing.python_env(PYTHON2, {"PATH": "/usr/bin:/bin"})
+    assert py.packages == {} and py.error == f"cannot run {PYTHON2}: it is older than Python 3.4 and has no " \
+        "isolated mode (-I), which cudaenv starts every Python in"
 
 
 def test_the_targets_own_site_packages_and_its_pth_files_still_count(tmp_path):
