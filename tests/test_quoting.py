@@ -414,3 +414,31 @@ def test_doctor_prints_quoted_fixes(tmp_path):
     assert fixes, r.stdout
     for fix in fixes:
         assert "'" in fix and f"={tk}" not in fix, fix
+
+
+# --- the shell hook and the shims directory it puts on PATH ----------------------------------
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_init_for_a_store_under_a_hostile_path(tmp_path, shell):
+    """`cudaenv init - SHELL` names the shims directory (under CUDAENV_ROOT) in the shell's own
+    quoting: a store under a directory holding quotes, $( ), backticks and braces loads in the real
+    shell, the shims directory arrives on PATH exactly, and nothing in the path runs."""
+    if not shutil.which(shell):
+        pytest.skip(f"{shell} is not installed")
+    marker = tmp_path / "RAN"
+    store = tmp_path / f"it's \"odd\" $(touch {marker}) `touch {marker}` {{a}} \\ ;x" / "cudaenv"
+    store.mkdir(parents=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CUDAENV_ROOT": str(store),
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "CUDAENV_SYSTEM_SEARCH": ""}
+    init = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", shell], capture_output=True, text=True,
+                          env=env)
+    assert init.returncode == 0, init.stderr
+    (tmp_path / "init").write_text(init.stdout)
+    show = 'printf "%s\\n" $PATH' if shell == "fish" else 'printf "%s\\n" "$PATH" | tr : "\\n"'
+    load = f"source {tmp_path}/init" if shell == "fish" else f". {quoting.sh(str(tmp_path / 'init'))}"
+    argv = [shell, "--no-config", "-c"] if shell == "fish" else [shell, "-f", "-c"] if shell == "zsh" else \
+        [shell, "--norc", "--noprofile", "-c"]
+    r = subprocess.run([*argv, f"{load}\n{show}\n"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert str(store / "shims") in r.stdout.splitlines(), r.stdout
+    assert not marker.exists()
