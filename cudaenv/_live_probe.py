@@ -2,7 +2,8 @@
 own code which toolkit, nvcc, ptxas and GPU targets it would use, and prints one JSON
 object after a marker line.
 
-    python -c "<this file's text>" CONSUMER '[120, 90]'
+    python -I -E -s -c "<this file's text>" CONSUMER '[120, 90]'   (cudaenv.programs.run_python,
+                                                            in a private empty directory)
 
 The consumer is imported the way it imports itself. When that fails (a --no-deps
 install, a torch that cannot load here, no GPU stack), the few functions that decide

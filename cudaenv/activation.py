@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from pathlib import Path
 
-from . import settings
+from . import quoting, settings
 
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # systemd's own default PATH for services (systemd.exec(5), "Environment variables
@@ -75,33 +74,24 @@ def applied(root: Path, env=None) -> dict[str, str]:
     return env
 
 
-def _systemd_quote(value: str) -> str:
-    # systemd Environment= takes "K=V" in double quotes; backslash and quote escaped,
-    # and % doubled because systemd expands specifiers there.
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-
-
-def _dotenv_quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-
-
 def render(variables: dict[str, str], fmt: str) -> str:
     if fmt == "sh":
-        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in variables.items())
+        return "".join(f"export {k}={quoting.sh(v)}\n" for k, v in variables.items())
     if fmt == "fish":
         lines = []
         for k, v in variables.items():
             if k == "PATH":
-                parts = " ".join(shlex.quote(p) for p in v.split(":"))
+                parts = " ".join(quoting.fish(p) for p in v.split(":"))
                 lines.append(f"set -gx PATH {parts}\n")
             else:
-                lines.append(f"set -gx {k} {shlex.quote(v)}\n")
+                lines.append(f"set -gx {k} {quoting.fish(v)}\n")
         return "".join(lines)
     if fmt == "systemd":
-        body = "".join(f'Environment="{k}={_systemd_quote(v)}"\n' for k, v in variables.items())
+        body = "".join(f'Environment="{k}={quoting.systemd(v)}"\n' for k, v in variables.items())
         return "[Service]\n" + body
     if fmt == "dotenv":
-        return "".join(f'{k}="{_dotenv_quote(v)}"\n' for k, v in variables.items())
+        # Unquoted: `docker run --env-file` keeps quotes as part of the value.
+        return "".join(quoting.dotenv(k, v) + "\n" for k, v in variables.items())
     if fmt == "json":
         return json.dumps(variables, indent=2) + "\n"
     raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")

@@ -8,8 +8,9 @@ answer for other tools and for scripts.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
+
+from . import quoting
 
 # The formats and shells offered by the commands that take them, named once here
 # so the scripts and `cudaenv completions` agree (tests/test_parity.py checks).
@@ -38,15 +39,15 @@ def init_line(shell: str) -> str:
     """The code `init - SHELL` appends so the completions load with the hook."""
     d = scripts_dir()
     if shell == "fish":
-        q = "'" + str(d / SCRIPT["fish"]).replace("\\", "\\\\").replace("'", "\\'") + "'"
+        q = quoting.fish(str(d / SCRIPT["fish"]))
         return f"test -r {q}; and source {q}\n"
     if shell == "zsh":
         # The script is a #compdef function: put it on fpath for compinit, and
         # register it now when compinit already ran.
-        q = shlex.quote(str(d))
+        q = quoting.sh(str(d))
         return (f"fpath=({q} $fpath)\n"
                 "if (( $+functions[compdef] )); then autoload -Uz _cudaenv && compdef _cudaenv cudaenv; fi\n")
-    q = shlex.quote(str(d / SCRIPT["bash"]))
+    q = quoting.sh(str(d / SCRIPT["bash"]))
     return f"[ -r {q} ] && . {q}\n"
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import data as cdata
-from . import discover
+from . import discover, programs, quoting
 from .data import load
 from .versions import major_minor
 
@@ -96,7 +95,7 @@ def _env_root(env) -> str | None:
 
 
 def _which_root(env) -> str | None:
-    nvcc = shutil.which("nvcc", path=env.get("PATH", ""))
+    nvcc = programs.which("nvcc", env)
     return os.path.dirname(os.path.dirname(nvcc)) if nvcc else None
 
 
@@ -181,7 +180,10 @@ def _flashinfer_rule(version: str | None, major: int, minor: int, cuda: str | No
 
 
 def _nvcc_failure(nvcc: str) -> str | None:
-    """How running `nvcc --version` fails, as Python reports it (None when it runs)."""
+    """How running `nvcc --version` fails, as Python reports it (None when it runs). A relative
+    path (a relative CUDA_HOME) is never run from the working directory: it counts as missing."""
+    if not os.path.isabs(nvcc):
+        return "FileNotFoundError"
     try:
         subprocess.run([nvcc, "--version"], capture_output=True, timeout=30)
     except FileNotFoundError:
@@ -285,13 +287,13 @@ def _timeout(env) -> float:
 
 
 def ask(python: str, consumer: str, archs, env, timeout: float | None = None) -> dict:
-    """Run the consumer's own code in `python` (its env, its sys.path with PYTHONPATH); the raw
-    answer of cudaenv/_live_probe.py, or {"unavailable": why}."""
+    """Run the consumer's own code in `python` (its environment's site-packages, started isolated
+    by programs.run_python: nothing of the working directory or PYTHONPATH); the raw answer of
+    cudaenv/_live_probe.py, or {"unavailable": why}."""
     nums = [n for n in (_arch_num(a) for a in archs) if n is not None]
     try:
-        r = subprocess.run([python, "-c", _SCRIPT.read_text(), consumer, json.dumps(nums)],
-                           capture_output=True, text=True, env=dict(env),
-                           timeout=_timeout(env) if timeout is None else timeout)
+        r = programs.run_python(python, _SCRIPT.read_text(), [consumer, json.dumps(nums)], env=env,
+                                timeout=_timeout(env) if timeout is None else timeout)
     except subprocess.TimeoutExpired:
         return {"unavailable": f"no answer within {_timeout(env) if timeout is None else timeout:g}s"}
     except OSError as e:
@@ -469,7 +471,8 @@ def triton_checks(a: Answer | None, archs, fix_root: str | None, env, fallback_f
     if bad:
         sm, e, why = bad[0]
         # The variable Triton reads for this arch: TRITON_PTXAS_BLACKWELL_PATH from sm_90 on in 3.9.
-        fix = f"export {e.get('env') or 'TRITON_PTXAS_PATH'}={os.path.join(fix_root, 'bin', 'ptxas')}" if fix_root else fallback_fix
+        fix = (quoting.sh_export({e.get("env") or "TRITON_PTXAS_PATH": os.path.join(fix_root, "bin", "ptxas")})
+               if fix_root else fallback_fix)
         out.append(("triton-ptxas", "error", why,
                     f"ptxas fails with \"Value '{sm}a' is not defined for option 'gpu-name'\" (triton-lang/triton#8539); "
                     f"Triton reads {e.get('env')} for this GPU.", fix))
@@ -507,7 +510,7 @@ def sglang_checks(a: Answer | None, fix_root: str | None) -> list[tuple]:
 
 
 def _root_fix(fix_root: str | None) -> str:
-    return f"export CUDA_HOME={fix_root}" if fix_root else "unset CUDA_HOME CUDA_PATH"
+    return quoting.sh_export({"CUDA_HOME": fix_root}) if fix_root else "unset CUDA_HOME CUDA_PATH"
 
 
 def flashinfer_checks(a: Answer | None, archs, fix_root: str | None, toolkit_fix: str | None) -> list[tuple]:

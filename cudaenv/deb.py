@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from . import settings
+from . import programs, settings
 from .errors import SourceFailureError
 
 READERS = ("dpkg", "python")
@@ -49,10 +49,10 @@ def reader() -> str:
     if forced:
         if forced not in READERS:
             raise DebError(f"CUDAENV_DEB_READER={forced!r}: allowed are {', '.join(READERS)}")
-        if forced == "dpkg" and not shutil.which("dpkg-deb"):
+        if forced == "dpkg" and not programs.which("dpkg-deb"):
             raise DebError("CUDAENV_DEB_READER=dpkg but dpkg-deb is not on PATH")
         return forced
-    return "dpkg" if shutil.which("dpkg-deb") else "python"
+    return "dpkg" if programs.which("dpkg-deb") else "python"
 
 
 # -- pure-Python ar reader ---------------------------------------------------
@@ -137,7 +137,7 @@ def _python_tar(path: Path, prefix: str):
                 yield tar
             return
         if suffix == ".zst":
-            zstd = shutil.which("zstd")
+            zstd = programs.which("zstd")
             if not zstd:
                 raise DebError(f"{path}: {name} is zstd-compressed and the `zstd` program is not on PATH "
                                "(install zstd or dpkg)")
@@ -206,7 +206,10 @@ def _piped(argv: list[str], path: Path, what: str, stdin=None):
 @contextmanager
 def _dpkg_tar(path: Path, prefix: str):
     option = "--fsys-tarfile" if prefix == "data" else "--ctrl-tarfile"
-    with _piped(["dpkg-deb", option, str(path)], path, "dpkg-deb cannot read it") as out, \
+    dpkg_deb = programs.which("dpkg-deb")
+    if dpkg_deb is None:
+        raise DebError(f"{path}: dpkg-deb is not on PATH (absolute entries)")
+    with _piped([dpkg_deb, option, str(path)], path, "dpkg-deb cannot read it") as out, \
             tarfile.open(fileobj=out, mode="r|", bufsize=CHUNK) as tar:
         yield tar
 

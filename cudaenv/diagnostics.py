@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
-from . import consumers, jitcache, store
+from . import consumers, jitcache, quoting, store
 from . import resolver as rs
 from .data import load
 from .machine import HEADER_SCAN_BYTES, Probe, probe as run_probe
@@ -194,13 +194,14 @@ class Context:
         elif not self.is_managed(self.selected_root):
             # A system toolkit is selected by default, and the hook leaves the environment alone
             # for it: point the consumers at it directly.
-            root = self.selected_root
-            return f"export CUDA_HOME={root} CUDA_PATH={root} PATH={root}/bin:$PATH"
+            root = str(self.selected_root)
+            return quoting.sh_export({"CUDA_HOME": root, "CUDA_PATH": root}, os.path.join(root, "bin"))
         if not self.hook_active:
             steps.append(self.hook)
         elif not steps:
             # The hook ran, but something set the variables again after it: point them back.
-            steps.append(f"export CUDA_HOME={self.selected_root} CUDA_PATH={self.selected_root}")
+            root = str(self.selected_root)
+            steps.append(quoting.sh_export({"CUDA_HOME": root, "CUDA_PATH": root}))
         return " && ".join(steps)
 
     def env_fix(self, var: str) -> str | None:
@@ -208,7 +209,7 @@ class Context:
         else drop it and switch toolkits (exporting the selection would send the user back to it)."""
         r = self.recommended
         if self.selected_root and _has_headers(self.selected_root) and (r is None or self.selection_serves(r)):
-            return f"export {var}={self.selected_root}"
+            return quoting.sh_export({var: self.selected_root})
         tk = self.toolkit_fix()
         return f"unset {var} && {tk}" if tk else f"unset {var}"
 
@@ -277,7 +278,7 @@ def env_agree(ctx: Context) -> Findings:
     if len(set(seen.values())) > 1:
         detail = ", ".join(f"{k} -> {v}" for k, v in seen.items())
         target = ctx.selected_root if ctx.recommended is None or ctx.selection_serves(ctx.recommended) else None
-        fix = (f"export CUDA_HOME={target} CUDA_PATH={target} PATH={target}/bin:$PATH" if target
+        fix = (quoting.sh_export({"CUDA_HOME": target, "CUDA_PATH": target}, os.path.join(target, "bin")) if target
                else ctx.toolkit_fix())
         yield ctx.finding("env-agree", "warn", "CUDA_HOME, CUDA_PATH and nvcc on PATH disagree",
                           f"{detail}. torch uses CUDA_HOME first, cuda-pathfinder CUDA_PATH, CMake the nvcc it finds.", fix)
@@ -294,7 +295,7 @@ def consumers_find(ctx: Context) -> Findings:
             continue
         if l.via == "nvcc on PATH" and _real(l.path) == _real(_store_root(ctx.env)):
             continue  # the store root as CUDA_HOME: the store-root check judges it
-        apply = ctx.hook if not ctx.hook_active else f"export CUDA_HOME={ctx.selected_root}"
+        apply = ctx.hook if not ctx.hook_active else quoting.sh_export({"CUDA_HOME": ctx.selected_root})
         if l.path is None:
             yield ctx.finding(f"{l.consumer}-finds", "warn", f"{l.consumer} would find no toolkit",
                               f"it looks at {', '.join(load('consumers.json')[_data_key(l.consumer)]['lookup'])}.", apply)

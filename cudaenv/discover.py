@@ -38,8 +38,12 @@ _NVCC_RE = re.compile(r"release (\d+)\.(\d+), V(\d+\.\d+\.\d+)")
 
 def banner_version(tool: Path) -> tuple[str, str] | None:
     """(major.minor, component) from the `--version` banner nvcc and ptxas share,
-    e.g. ("13.0", "13.0.88"); None when the tool cannot run or prints no banner."""
+    e.g. ("13.0", "13.0.88"); None when the tool cannot run or prints no banner, and for a
+    relative path (a relative CUDA_HOME), which would run whatever the working directory holds."""
     import subprocess  # not at the top: `cudaenv which` (budgeted start-up) never runs a tool
+
+    if not tool.is_absolute():
+        return None
 
     try:
         out = subprocess.run(

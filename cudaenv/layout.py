@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
+
+from . import programs
 
 BIN_TOOLS = ("nvcc", "ptxas", "fatbinary", "nvlink", "cudafe++", "bin2c")
 CUDA_ERROR_STUB_LIBRARY = 34
@@ -52,7 +53,7 @@ def stub_source(symbols: list[str]) -> str:
 
 def host_compiler() -> str | None:
     for name in ("cc", "gcc", "clang"):
-        path = shutil.which(name)
+        path = programs.which(name)
         if path:
             return path
     return None

@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import discover, settings, store, torch_archs
+from . import discover, programs, settings, store, torch_archs
 from .errors import InputError
 from .versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
 
@@ -244,7 +243,7 @@ def visible(gpus: list[GPU], env) -> list[GPU]:
 
 def smi_gpus(env) -> list[GPU] | None:
     """GPUs from nvidia-smi on the env's PATH, or None when there is no nvidia-smi."""
-    smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
+    smi = programs.which("nvidia-smi", env)
     if not smi:
         return None
     try:
@@ -299,7 +298,7 @@ def gpu_tried(env) -> list[str]:
     """How GPU detection was tried, for the report when it found nothing."""
     import importlib.util
 
-    smi = shutil.which("nvidia-smi", path=env.get("PATH", ""))
+    smi = programs.which("nvidia-smi", env)
     nvml = importlib.util.find_spec("pynvml") is not None
     proc = settings.get("CUDAENV_PROC_DRIVER_VERSION", env)
     return [f"nvidia-smi {'found no GPU (' + smi + ')' if smi else 'not on PATH'}",
@@ -341,13 +340,15 @@ def target_python(python: str | None, env) -> tuple[str | None, str]:
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = env.get(var)
         if prefix and os.access(os.path.join(prefix, "bin", "python"), os.X_OK):
-            return os.path.join(prefix, "bin", "python"), var
-    found = shutil.which("python3", path=env.get("PATH", ""))
+            return os.path.abspath(os.path.join(prefix, "bin", "python")), var
+    found = programs.which("python3", env)
     return found, "PATH"
 
 
-# sys.path as the target interpreter has it (PYTHONPATH, .pth files and user site included),
-# in import order: the first distribution found is the one an import would load.
+# sys.path as the target interpreter has it when started isolated (programs.run_python: its
+# installation and its environment's site-packages with their .pth files; no PYTHONPATH, user
+# site or working directory), in import order: the first distribution found is the one an
+# import would load.
 _SITE_SNIPPET = (
     "import sys,sysconfig,json;p=sysconfig.get_paths();"
     "print(json.dumps([x for x in sys.path if x]+[p['purelib'],p['platlib']]))"
@@ -356,7 +357,9 @@ _SITE_SNIPPET = (
 
 def site_packages(python: str, env) -> list[str]:
     """The target interpreter's import path: one short subprocess, no imports beyond sysconfig."""
-    r = subprocess.run([python, "-c", _SITE_SNIPPET], capture_output=True, text=True, timeout=30, env=dict(env))
+    r = programs.run_python(python, _SITE_SNIPPET, env=env, timeout=30)
+    if r.returncode != 0 and "Unknown option: -I" in r.stderr:
+        raise OSError("it is older than Python 3.4 and has no isolated mode (-I), which cudaenv starts every Python in")
     if r.returncode != 0:
         raise OSError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
     out = []
@@ -450,7 +453,7 @@ def python_env(python: str | None = None, env=None) -> PythonEnv | None:
 # --- which toolkit each consumer would use ---------------------------------------------------
 
 def which_nvcc(env) -> str | None:
-    return shutil.which("nvcc", path=env.get("PATH", ""))
+    return programs.which("nvcc", env)
 
 
 def default_root(env) -> str:

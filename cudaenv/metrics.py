@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import time
 
+from . import quoting
 from .errors import CudaenvError
 from .versions import major_minor
 
@@ -28,7 +29,6 @@ from .versions import major_minor
 # and this module must add nothing measurable to it (no client library, no tempfile until --output).
 PREFIX = "cudaenv_"
 _STATUS = {"ok": 0, "warn": 1, "error": 2}
-_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})  # the format's label escaping
 
 
 def _family(lines: list[str], name: str, help_text: str, samples) -> None:
@@ -38,7 +38,7 @@ def _family(lines: list[str], name: str, help_text: str, samples) -> None:
     lines.append(f"# HELP {PREFIX}{name} {help_text}\n# TYPE {PREFIX}{name} gauge")
     for labels, value in samples:
         if labels:
-            rendered = ",".join(f'{k}="{str(v).translate(_ESCAPES)}"' for k, v in labels.items())
+            rendered = ",".join(f"{k}={quoting.prometheus(str(v))}" for k, v in labels.items())
             lines.append(f"{PREFIX}{name}{{{rendered}}} {value}")
         else:
             lines.append(f"{PREFIX}{name} {value}")

@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import quoting
 from .errors import InputError
 from .versions import InvalidVersion, Release, parse_spec
 
@@ -73,10 +74,15 @@ def entries(managed, discovered, env=None) -> tuple[list[Entry], list[str]]:
             skipped.append(f"{tk.root}: release {tk.release[:20]!r} is not a version number")
             continue
         root = str(tk.root)
-        if spec.is_system or any(c in root for c in "\n\r\0"):
+        if spec.is_system:
             skipped.append(f"{root[:80]!r}: not usable in a modulefile")
             continue
         if spec.text in chosen:
+            continue
+        try:
+            quoting.tcl(root), quoting.lua(root)
+        except quoting.Unquotable as e:
+            skipped.append(f"{e}; skipped")
             continue
         if name_for(root, spec.text, env) != spec.text:
             why = ("selects another toolkit here, so no name would load this one" if _selects_something(spec, env)
@@ -112,22 +118,11 @@ def aliases(items: list[Entry]) -> dict[str, str]:
 
 # -- rendering ------------------------------------------------------------------------------
 
-def _lua_str(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _tcl_str(value: str) -> str:
-    # In a double-quoted Tcl word, $ [ ] \ and " are special; escape them all.
-    for ch in '\\"$[]':
-        value = value.replace(ch, "\\" + ch)
-    return f'"{value}"'
-
-
 def render_lua(e: Entry) -> str:
-    root = _lua_str(e.root)
+    root = quoting.lua(e.root)
     return (
         f"-- {MARKER}; run `cudaenv modulefiles` again instead of editing.\n"
-        f"help({_lua_str(f'CUDA toolkit {e.name} at {e.root} ({e.origin})')})\n"
+        f"help({quoting.lua(f'CUDA toolkit {e.name} at {e.root} ({e.origin})')})\n"
         f'whatis("Name: CUDA toolkit")\n'
         f'whatis("Version: {e.name}")\n'
         f'family("{FAMILY}")\n'
@@ -141,11 +136,11 @@ def render_lua(e: Entry) -> str:
 
 
 def render_tcl(e: Entry) -> str:
-    root = _tcl_str(e.root)
+    root = quoting.tcl(e.root)
     return (
         "#%Module1.0\n"
         f"## {MARKER}; run `cudaenv modulefiles` again instead of editing.\n"
-        f"proc ModulesHelp {{ }} {{ puts stderr {_tcl_str(f'CUDA toolkit {e.name} at {e.root} ({e.origin})')} }}\n"
+        f"proc ModulesHelp {{ }} {{ puts stderr {quoting.tcl(f'CUDA toolkit {e.name} at {e.root} ({e.origin})')} }}\n"
         f'module-whatis "CUDA toolkit {e.name}"\n'
         f"conflict {FAMILY}\n"
         f"set root {root}\n"

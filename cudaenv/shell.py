@@ -9,13 +9,12 @@ per prompt is shell builtins: no Python, no other process.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 
-from . import store
+from . import quoting, store
 from .errors import InputError
-from .shims import fill, fish_quote, render_select, template
+from .shims import fill, render_select, template
 from .versions import InvalidVersion, parse_spec
 
 SHELLS = ("bash", "zsh", "fish")
@@ -32,7 +31,6 @@ def check_shell(name: str) -> str:
     return name
 
 
-_fish_quote = fish_quote  # commands/shell.py quotes the shims directory with it
 
 
 
@@ -52,17 +50,17 @@ def render_init(shell: str) -> str:
     shims = str(store.shims_dir())
     if shell == "fish":
         text = fill(template("hook.fish"), fish=True)
-        text = text.replace("@SHIMS@", _fish_quote(shims)).replace("@CUDAENV@", _fish_quote(program()))
-        return text.replace("@DEFAULT_ROOT@", _fish_quote(str(store.root())))
-    q = shlex.quote(shims)
+        text = text.replace("@SHIMS@", quoting.fish(shims)).replace("@CUDAENV@", quoting.fish(program()))
+        return text.replace("@DEFAULT_ROOT@", quoting.fish(str(store.root())))
+    q = quoting.sh(shims)
     path_line = (
         f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
     )
     lib = render_select() + fill(template("hook.sh")).replace("@SHELL@", shell).replace("@CUDAENV@",
-                                                                                        shlex.quote(program()))
+                                                                                        quoting.sh(program()))
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
-        body = f"emulate sh -c {shlex.quote(lib)}\n" + fill(template("hook.zsh"))
+        body = f"emulate sh -c {quoting.sh(lib)}\n" + fill(template("hook.zsh"))
     else:
         body = lib + template("hook.bash")
     return f"# cudaenv init for {shell}\n" + path_line + body
@@ -98,11 +96,11 @@ def rc_line(shell: str) -> str:
     check_shell(shell)
     prog = program()
     if shell == "fish":
-        q = _fish_quote(prog) if os.path.isabs(prog) else prog
+        q = quoting.fish(prog) if os.path.isabs(prog) else prog
         exists = f"test -x {q}" if os.path.isabs(prog) else "type -q cudaenv"
         return (f"set -l f {INIT_DIR_FISH}/init.fish; test -r $f; and source $f; "
                 f"or begin; {exists}; and {q} init - fish | source; end")
-    q = shlex.quote(prog)
+    q = quoting.sh(prog)
     exists = f"[ -x {q} ]" if os.path.isabs(prog) else "command -v cudaenv >/dev/null"
     f = f'{INIT_DIR_SH[:-1]}/init.{shell}"'
     return f'if [ -r {f} ] && . {f}; then :; elif {exists}; then eval "$({q} init - {shell})"; fi'
@@ -124,16 +122,16 @@ def _init_sources(shell: str) -> list[Path]:
 def _guard(shell: str, path: Path) -> str:
     sources = _init_sources(shell)
     if shell == "fish":
-        q = _fish_quote
+        q = quoting.fish
         same = "; and ".join(f'test "${name}" = {q(os.environ.get(name, ""))}' for name in INIT_SETTINGS)
         return (f"{same}; or return 1\n"
                 f"for f in {' '.join(q(str(s)) for s in sources)}\n"
                 f"    test -e $f; and not test $f -nt {q(str(path))}; or return 1\n"
                 "end\n")
-    same = " && ".join(f'[ "${{{name}-}}" = {shlex.quote(os.environ.get(name, ""))} ]' for name in INIT_SETTINGS)
+    same = " && ".join(f'[ "${{{name}-}}" = {quoting.sh(os.environ.get(name, ""))} ]' for name in INIT_SETTINGS)
     return (f"{same} || return 1\n"
-            f"for _cudaenv_f in {' '.join(shlex.quote(str(s)) for s in sources)}; do\n"
-            f'    [ -e "$_cudaenv_f" ] && ! [ "$_cudaenv_f" -nt {shlex.quote(str(path))} ] || '
+            f"for _cudaenv_f in {' '.join(quoting.sh(str(s)) for s in sources)}; do\n"
+            f'    [ -e "$_cudaenv_f" ] && ! [ "$_cudaenv_f" -nt {quoting.sh(str(path))} ] || '
             "{ unset _cudaenv_f; return 1; }\n"
             "done\nunset _cudaenv_f\n")
 
@@ -174,7 +172,7 @@ def usage(shell: str) -> str:
         "# CUDAToolkit_ROOT, CUDACXX and PATH as you change directories. It runs\n"
         "# no Python at shell start, and prints nothing once cudaenv is removed.\n"
         "# For example:\n\n"
-        f"{mkdir}echo {shlex.quote(rc_line(shell))} >> {RC_FILES[shell]}\n"
+        f"{mkdir}echo {quoting.sh(rc_line(shell))} >> {RC_FILES[shell]}\n"
     )
 
 
@@ -183,8 +181,8 @@ OLD_VAR = "CUDAENV_VERSION_OLD"  # what `cudaenv shell -` goes back to, as pyenv
 
 def _set(shell: str, name: str, value: str) -> str:
     if shell == "fish":
-        return f"set -gx {name} {_fish_quote(value)}\n"
-    return f"export {name}={shlex.quote(value)}\n"
+        return f"set -gx {name} {quoting.fish(value)}\n"
+    return f"export {name}={quoting.sh(value)}\n"
 
 
 def _unset(shell: str, name: str) -> str:

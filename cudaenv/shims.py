@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shlex
 from importlib import resources
 from pathlib import Path
 
-from . import store
+from . import quoting, store
 
 
 def template_dir():
@@ -67,11 +66,6 @@ def shared_facts() -> dict[str, str]:
     return {name: str(value) for name, value in facts.items()}
 
 
-def fish_quote(value: str) -> str:
-    # fish single quotes: only \\ and \' are special inside them.
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 _FIELD = re.compile(r"\{([a-z]+)\}")
 _TOKEN = re.compile(r"@([A-Z_]+)(?:\{([^@{}]*)\})?@")
 _VARIABLE = re.compile(r"\$[A-Za-z_][A-Za-z_0-9]*|\$[0-9]")
@@ -96,7 +90,7 @@ def fill(text: str, fish: bool = False) -> str:
     (@SHIMS@, @DEFAULT_ROOT@) are left for the caller; a message written
     without its fields, or with a field that is not one variable, is an error."""
     facts = shared_facts()
-    quote = fish_quote if fish else shlex.quote
+    quote = quoting.fish if fish else quoting.sh
 
     def one(m: re.Match) -> str:
         name, args = m.group(1), m.group(2)
@@ -118,7 +112,7 @@ def fill(text: str, fish: bool = False) -> str:
 def _render_sh(name: str) -> str:
     text = fill(template(name))
     text = text.replace("@CR@", "'\r'")
-    return text.replace("@DEFAULT_ROOT@", shlex.quote(str(store.root())))
+    return text.replace("@DEFAULT_ROOT@", quoting.sh(str(store.root())))
 
 
 def render_select() -> str:
@@ -142,7 +136,7 @@ def rare_name(rare: str) -> str:
 def render_shim(rare: str | None = None) -> str:
     """A shim that sources `rare` (render_rare() by default) from the shims directory."""
     rare = render_rare() if rare is None else rare
-    path = shlex.quote(str(store.shims_dir() / rare_name(rare)))
+    path = quoting.sh(str(store.shims_dir() / rare_name(rare)))
     text = template("shim.sh").replace("# @SELECT_LIB@\n", _render_sh("select.sh"))
     return _strip_comment_lines(text.replace("@RARE_FILE@", path))
 

@@ -11,13 +11,14 @@ Spack's documented schema (packages.yaml, "External packages"):
 
 One external per release, managed and discovered (a managed toolkit wins over
 a discovered one of the same release, as in the modulefiles). Strings are
-written as JSON-style double-quoted scalars, which every YAML parser reads the
-same way, so no YAML library is needed to write it.
+written as YAML double-quoted scalars with everything outside printable ASCII
+escaped (quoting.yaml), which every YAML parser reads the same way, so no YAML
+library is needed to write it.
 """
 
 from __future__ import annotations
 
-import json
+from . import quoting
 
 
 def render(items, buildable: bool = False) -> str:
@@ -34,8 +35,8 @@ def render(items, buildable: bool = False) -> str:
     else:
         lines.append("    externals:")
         for e in items:
-            lines.append(f"    - spec: {json.dumps('cuda@' + e.name)}")
-            lines.append(f"      prefix: {json.dumps(e.root)}")
+            lines.append(f"    - spec: {quoting.yaml('cuda@' + e.name)}")
+            lines.append(f"      prefix: {quoting.yaml(e.root)}")
     return "\n".join(lines) + "\n"
 
 

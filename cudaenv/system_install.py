@@ -11,10 +11,10 @@ Nothing is written into the store: the toolkit belongs to dpkg.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 
+from . import programs
 from .install import (EXIT_BAD_INPUT, InstallError, Result, SourceFailure, check_profile, choose, profile_label,
                       requested_spec)
 from .progress import Progress
@@ -62,7 +62,7 @@ def install_system(release_spec: str | None, profile: str = "minimal", extra=(),
     release = Release.parse(plan.release)
     try:
         entries = system.packages(src, plan)
-        if not shutil.which("apt-get"):
+        if not programs.which("apt-get"):
             raise SourceError("apt: apt-get is not installed")
         text = system.describe(plan, entries, target, src.state.url)
         progress.message(text)

@@ -258,8 +258,9 @@ def test_doctor_takes_flashinfer_s_own_verdict(real_venv, world):
 
 
 @network
-def test_flashinfer_probe_follows_pythonpath(real_venv, world, tmp_path):
-    """A flashinfer shadowed through PYTHONPATH is the one the target Python imports."""
+def test_flashinfer_probe_ignores_pythonpath(real_venv, world, tmp_path):
+    """A flashinfer shadowing the venv's through PYTHONPATH is not what the probe asks: the target
+    Python starts isolated, and the answer is the venv's own flashinfer's (CUDA_HOME first)."""
     python, site = real_venv
     _, tk, env = world
     shadow = tmp_path / "shadow" / "flashinfer"
@@ -272,7 +273,7 @@ def test_flashinfer_probe_follows_pythonpath(real_venv, world, tmp_path):
     (shadow / "compilation_context.py").write_text((site / "flashinfer" / "compilation_context.py").read_text())
     e = dict(env, CUDA_HOME=str(tk["12.8.1"]), CUDA_PATH=str(tk["13.0.2"]), PYTHONPATH=str(shadow.parent))
     got = consumers.normalise("flashinfer", live(python, "flashinfer", e))
-    assert got["cuda_path"] == str(tk["13.0.2"])
+    assert got["cuda_path"] == str(tk["12.8.1"])
 
 
 # --- SGLang ---------------------------------------------------------------------------------------
@@ -355,12 +356,16 @@ def test_live_torch_from_the_local_cpu_wheel(tmp_path):
     if wheel is None or not wheel.is_file():
         pytest.skip("no torch 2.13.0 CPU wheel: set CUDAENV_TEST_TORCH_WHEEL to one (torch with its CUDA "
                     "dependencies is about 3 GB, too big to download in tests)")
-    site = tmp_path / "site-packages"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    site = subprocess.run([python, "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", site, str(wheel)],
                    check=True, timeout=900)
     root = make_toolkit(tmp_path / "cuda-12.8", "12.8.1")
-    env = base_env(tmp_path / "root", CUDA_HOME=str(root), PYTHONPATH=str(site))
-    raw = consumers.ask(sys.executable, "torch", ["sm_120"], env)
+    env = base_env(tmp_path / "root", CUDA_HOME=str(root))
+    raw = consumers.ask(python, "torch", ["sm_120"], env)
     assert raw["cuda_home"] == str(root) and raw["module_cuda_home"] is None  # a CPU build leaves CUDA_HOME None
     assert consumers.differences(consumers.model_torch(env, raw["torch_cuda"]), consumers.normalise("torch", raw)) == []
 

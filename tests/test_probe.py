@@ -101,12 +101,16 @@ def test_triton_ptxas_override(tmp_path):
     assert (p.lookup("triton-ptxas").via, p.lookup("triton-ptxas").release) == ("TRITON_PTXAS_PATH", "13.0.88")
 
 
-def test_packages_follow_the_target_sys_path_incl_pythonpath(tmp_path):
-    """A FlashInfer reachable only through PYTHONPATH is the one the target Python imports."""
+def test_packages_follow_the_target_environments_sys_path_not_pythonpath(tmp_path):
+    """A FlashInfer that the target environment reaches through a .pth in its own site-packages
+    (an editable install) counts; one reachable only through PYTHONPATH does not, since the target
+    Python is started isolated (programs.run_python)."""
     m = Machine(tmp_path, gpus=None, torch=None)
     extra = tmp_path / "extra"
     (extra / "flashinfer_python-0.7.4.dist-info").mkdir(parents=True)
     env = m.env(PYTHONPATH=str(extra))
+    assert pr.python_env(m.python, env).version("flashinfer") is None
+    (m.site / "_editable_flashinfer.pth").write_text(f"{extra}\n")
     py = pr.python_env(m.python, env)
     assert py.version("flashinfer") == "0.7.4" and py.packages["flashinfer"].location == str(extra)
     assert pr.probe(python=m.python, env=env).flashinfer == "0.7.4"

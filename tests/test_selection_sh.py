@@ -176,7 +176,7 @@ def test_messages_render_as_python_formats_them(tmp_path):
     real shell with hostile field values, prints what Python's str.format does."""
     import shlex
 
-    from cudaenv import shims
+    from cudaenv import quoting, shims
 
     values = {"path": "/p/a b/$x`id`\\'\"*", "what": "a FIFO", "reason": "Permission denied", "uid": "1001",
               "directory": "/tmp", "source": "/w/.cuda-version", "origin": "set by $HOME", "spec": "13.0",
@@ -192,7 +192,7 @@ def test_messages_render_as_python_formats_them(tmp_path):
                             text=True, timeout=TIMEOUT)
         assert sh.stdout == expected + "\n", (name, sh.stderr)
         if shutil.which("fish"):
-            sets = "".join(f"set v_{f} {shims.fish_quote(values[f])}\n" for f in fields)
+            sets = "".join(f"set v_{f} {quoting.fish(values[f])}\n" for f in fields)
             fish = subprocess.run(["fish", "--no-config", "-c", sets + "printf '%s\\n' " + shims.fill(token, fish=True)],
                                   capture_output=True, text=True, timeout=TIMEOUT)
             assert fish.stdout == expected + "\n", (name, fish.stderr)

@@ -2,15 +2,14 @@
 target Python: it asks nothing of a toolkit or a driver, so neither the probe, the resolver
 nor doctor may hold it against the machine, and the toolkit in use is cudaenv's selection.
 
-The torch here is a real package on the target Python's PYTHONPATH: `import torch` works
-there and gives torch.version.cuda None, as a CPU build does. cudaenv reads it as text,
+The torch here is a real package outside site-packages that a .pth in the target venv's
+site-packages puts on its path (as an editable install does): `import torch` works there and gives torch.version.cuda None, as a CPU build does. cudaenv reads it as text,
 without importing it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import textwrap
 
@@ -21,8 +20,8 @@ from fakemachine import Machine
 
 
 def cpu_torch(m: Machine, version: str = "2.9.0+cpu", version_py: bool = True):
-    """A CPU torch in a directory outside site-packages; returns the env that puts it on the path."""
-    d = m.tmp / "pythonpath"
+    """A CPU torch in a directory outside site-packages, on the venv's path through a .pth; returns the env."""
+    d = m.tmp / "torch-outside-site"
     pkg = d / "torch"
     pkg.mkdir(parents=True)
     (d / f"torch-{version}.dist-info").mkdir()
@@ -42,8 +41,8 @@ def cpu_torch(m: Machine, version: str = "2.9.0+cpu", version_py: bool = True):
     (pkg / "__init__.py").write_text(
         "from . import version\n__version__ = version.__version__ if hasattr(version, '__version__') else None\n"
         if version_py else "")
-    # The CLI under test keeps its own import path; the target Python sees torch first.
-    return m.env(PYTHONPATH=os.pathsep.join(filter(None, [str(d), os.environ.get("PYTHONPATH")])))
+    (m.site / "_cpu_torch.pth").write_text(f"{d}\n")
+    return m.env()
 
 
 def test_the_fixture_is_a_torch_whose_cuda_is_none(tmp_path):

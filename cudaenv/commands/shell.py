@@ -62,15 +62,13 @@ def _detect_shell() -> str | None:
 
 def _path_only(name: str) -> str:
     """Put the shims on PATH and nothing else: for ~/.profile and login shells."""
-    from .. import store
+    from .. import quoting, store
 
     shims = str(store.shims_dir())
     if name == "fish":
-        q = shellmod._fish_quote(shims)
+        q = quoting.fish(shims)
         return f"contains -- {q} $PATH; or set -gx PATH {q} $PATH\n"
-    import shlex
-
-    q = shlex.quote(shims)
+    q = quoting.sh(shims)
     return f'case ":${{PATH-}}:" in *:{q}:*) ;; *) export PATH={q}"${{PATH:+:$PATH}}" ;; esac\n'
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 
-from ... import settings
+from ... import programs, settings
 from ..base import SourceError
 from .state import AptState, update_error
 
@@ -30,8 +29,12 @@ class CliBackend:
         self.state = state
 
     def _run(self, argv: list[str]) -> subprocess.CompletedProcess:
+        env = self.state.env()
+        exe = programs.which(argv[0], env)
+        if exe is None:
+            raise SourceError(f"apt: {argv[0]} is not installed (install apt, or python3-apt)")
         try:
-            return subprocess.run(argv, env=self.state.env(), capture_output=True, text=True, timeout=3600)
+            return subprocess.run([exe, *argv[1:]], env=env, capture_output=True, text=True, timeout=3600)
         except FileNotFoundError:
             raise SourceError(f"apt: {argv[0]} is not installed (install apt, or python3-apt)") from None
 
@@ -188,6 +191,6 @@ def backend_for(state: AptState):
         if forced == "python":
             raise SourceError("CUDAENV_APT_BACKEND=python but python-apt (apt_pkg) cannot be loaded: install "
                               "python3-apt or set CUDAENV_PYTHON_APT_PATH to the directory holding apt_pkg*.so")
-    if not shutil.which("apt-get"):
+    if not programs.which("apt-get"):
         raise SourceError("apt: neither python-apt nor apt-get is available on this machine")
     return CliBackend(state)

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ... import programs
 from ...versions import Release
 from ..base import Plan, SourceError
 from .index import IndexEntry
@@ -120,8 +121,11 @@ def apt_get_install(state: AptState, entries: list[IndexEntry], target: Path, ou
         only_ours, parts = system_sources(target, state, work)
         # The system's lists of the CUDA repository (the private state's lists are not apt-get's here);
         # the other sources' lists are left alone.
+        apt_get = programs.which("apt-get", env)
+        if apt_get is None:
+            raise SourceError("apt: apt-get is not installed")
         update = subprocess.run(
-            ["apt-get", *common, "-o", f"Dir::Etc::SourceList={only_ours}", "-o", "Dir::Etc::SourceParts=-",
+            [apt_get, *common, "-o", f"Dir::Etc::SourceList={only_ours}", "-o", "Dir::Etc::SourceParts=-",
              "-o", "APT::Get::List-Cleanup=0", "update", "--error-on=any"],
             env=env, capture_output=True, text=True)
         if update.returncode != 0:
@@ -129,7 +133,7 @@ def apt_get_install(state: AptState, entries: list[IndexEntry], target: Path, ou
             raise update_error(state.url, state.source_keyring, lines)
         pinned = [f"{e.name}={e.version}" for e in entries]
         proc = subprocess.Popen(
-            ["apt-get", *common, "-y", "--no-install-recommends", "-o", f"Dir::Etc::SourceParts={parts}",
+            [apt_get, *common, "-y", "--no-install-recommends", "-o", f"Dir::Etc::SourceParts={parts}",
              "install", *pinned],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         assert proc.stdout is not None  # a pipe
