@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from . import consumers, jitcache, store
 from . import resolver as rs
@@ -464,6 +465,66 @@ def toolkit_headers(ctx: Context) -> Findings:
         yield ctx.finding("toolkit-headers", "ok", f"{root} has headers matching nvcc {rel}")
 
 
+def host_compiler(ctx: Context) -> Findings:
+    """The host compiler a build would use with the toolkit in use, the range the toolkit's own
+    crt/host_config.h accepts, and what cudaenv chose (hostcc.py), before nvcc's #error says it."""
+    from . import activation, hostcc
+
+    root, rel = ctx.in_use, ctx.in_use_release
+    if not root or not rel or not os.path.isfile(os.path.join(root, "bin", "nvcc")):
+        return
+    _, rules = hostcc.toolkit_rules(Path(root))
+    accepts = f"CUDA {major_minor(rel)} accepts {hostcc.accepted_range(rules)}"
+    env = activation.without_ours(ctx.env)
+    user = activation.user_compiler(env)
+    ours = ctx.env.get("CUDAENV_CCBIN")
+    if user is not None:
+        var, value = user
+        path = value if os.path.isabs(value) else hostcc.which(value, ctx.env) if value else None
+        named = hostcc.identify(path) if path and os.path.isfile(path) else None
+        if named is None:
+            yield ctx.finding("host-compiler", "ok", f"host compiler: {var}={value} (your choice; {accepts})")
+            return
+        why = hostcc.refusal(named, Path(root), rules)
+        if why is None:
+            yield ctx.finding("host-compiler", "ok", f"host compiler: {named}, named by {var}; {accepts}")
+            return
+        choice = hostcc.choose(Path(root), ctx.env)
+        fix = (f"unset {var}" if choice.chosen or choice.default_refusal is None
+               else f"{hostcc.install_hint(rules)} && cudaenv rehash")
+        yield ctx.finding("host-compiler", "error", f"the host compiler {var} names, {named}, is refused by CUDA "
+                          f"{major_minor(rel)}", f"{accepts}; nvcc stops with \"{why}\". cudaenv leaves a compiler "
+                          "you named alone.", fix)
+        return
+    choice = hostcc.choose(Path(root), ctx.env, rules, look_around=True)
+    if choice.default is not None and choice.default_refusal is None:
+        yield ctx.finding("host-compiler", "ok", f"host compiler: {choice.default}; {accepts}")
+        return
+    default = str(choice.default) if choice.default else "no gcc on PATH"
+    if choice.chosen is None:
+        yield ctx.finding("host-compiler", "error", f"no host compiler here that CUDA {major_minor(rel)} accepts",
+                          f"{accepts}; the default, {default}, is refused"
+                          + (f" (\"{choice.default_refusal}\")" if choice.default_refusal else "")
+                          + (f", and so is every other compiler found ({', '.join(str(c) for c in choice.candidates)})"
+                             if choice.candidates else "") + ". Every nvcc build fails.",
+                          f"{hostcc.install_hint(rules)} && cudaenv rehash")
+        return
+    applied = ours and ctx.env.get("NVCC_CCBIN") == ours and os.path.realpath(ours) == os.path.realpath(choice.chosen.path)
+    stored = activation.chosen_compiler(Path(root), ctx.env)
+    if applied:
+        yield ctx.finding("host-compiler", "ok", f"host compiler: cudaenv applies {choice.chosen} (NVCC_CCBIN, "
+                          f"CUDAHOSTCXX); the default, {default}, is refused; {accepts}")
+    elif stored:
+        yield ctx.finding("host-compiler", "warn", f"host compiler: cudaenv chose {stored}, not applied in this shell",
+                          f"the default, {default}, is refused ({accepts}); the hook, the shims and `cudaenv exec` "
+                          "apply the choice as NVCC_CCBIN and CUDAHOSTCXX.",
+                          ctx.hook if not ctx.hook_active else f"export NVCC_CCBIN={stored} CUDAHOSTCXX={stored}")
+    else:
+        yield ctx.finding("host-compiler", "warn", f"host compiler: the default, {default}, is refused by CUDA "
+                          f"{major_minor(rel)}; {choice.chosen} fits", f"{accepts}; `cudaenv rehash` stores the "
+                          "choice for the hook and the shims.", "cudaenv rehash")
+
+
 def libcuda_stub(ctx: Context) -> Findings:
     """FlashInfer's and SGLang's JIT link `-L$CUDA_HOME/lib64/stubs -lcuda`; without the stub
     that needs the driver's development link libcuda.so, which build machines often lack."""
@@ -577,6 +638,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("triton-ptxas", triton_ptxas),
     ("consumer-answers", consumer_answers),
     ("toolkit-headers", toolkit_headers),
+    ("host-compiler", host_compiler),
     ("libcuda-stub", libcuda_stub),
     ("driver-gpu", driver_gpu),
     ("driver-torch", driver_torch),
