@@ -188,9 +188,9 @@ def install(versions: tuple[str, ...], source: str, profile: str, extra: tuple[s
     if as_json:
         click.echo(json.dumps(results if len(results) != 1 else results[0], indent=2))
     else:
-        for r in results:
-            if r.get("root"):
-                _warn_host_compiler(r["root"], r.get("release", ""))
+        for done in results:
+            if done.get("root"):
+                _warn_host_compiler(done["root"], done.get("release", ""))
     sys.exit(code)
 
 
