@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import activation
 from .errors import InputError
 from .versions import InvalidVersion, Release, parse_spec
 
@@ -40,6 +41,7 @@ class Entry:
     name: str  # "13.0.2": validated, safe as a file name
     root: str
     origin: str
+    ccbin: str | None = None  # the host compiler rehash chose for it (hostcc.py), if any
 
 
 @dataclass
@@ -70,7 +72,7 @@ def entries(managed, discovered) -> tuple[list[Entry], list[str]]:
         if spec.is_system or any(c in root for c in "\n\r\0"):
             skipped.append(f"{root[:80]!r}: not usable in a modulefile")
             continue
-        chosen.setdefault(spec.text, Entry(spec.text, root, tk.origin))
+        chosen.setdefault(spec.text, Entry(spec.text, root, tk.origin, activation.chosen_compiler(Path(root), os.environ)))
     return sorted(chosen.values(), key=lambda e: _version_key(e.name), reverse=True), skipped
 
 
@@ -114,6 +116,38 @@ def render_lua(e: Entry) -> str:
         'setenv("CUDAToolkit_ROOT", root)\n'
         'setenv("CUDACXX", pathJoin(root, "bin", "nvcc"))\n'
         'prepend_path("PATH", pathJoin(root, "bin"))\n'
+        + (_lua_ccbin(e.ccbin) if e.ccbin else "")
+    )
+
+
+# The host compiler, as activation.user_compiler decides: never over one the user
+# named; on unload the same lines take it away again.
+def _lua_ccbin(cc: str) -> str:
+    return (
+        f"local cc = {_lua_str(cc)}\n"
+        'local flags = (os.getenv("NVCC_PREPEND_FLAGS") or "") .. " " .. (os.getenv("NVCC_APPEND_FLAGS") or "")\n'
+        'local named = os.getenv("CC") or os.getenv("CXX") or flags:find("-ccbin", 1, true)\n'
+        '    or flags:find("--compiler-bindir", 1, true)\n'
+        '    or (os.getenv("NVCC_CCBIN") or cc) ~= cc or (os.getenv("CUDAHOSTCXX") or cc) ~= cc\n'
+        'if mode() == "unload" or not named then\n'
+        '    setenv("NVCC_CCBIN", cc)\n'
+        '    setenv("CUDAHOSTCXX", cc)\n'
+        "end\n"
+    )
+
+
+def _tcl_ccbin(cc: str) -> str:
+    return (
+        f"set cc {_tcl_str(cc)}\n"
+        "set flags \"\"\n"
+        "foreach v {NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS} { if {[info exists ::env($v)]} { append flags \" $::env($v)\" } }\n"
+        "set named [expr {[info exists ::env(CC)] || [info exists ::env(CXX)] "
+        "|| [string first -ccbin $flags] >= 0 || [string first --compiler-bindir $flags] >= 0}]\n"
+        "foreach v {NVCC_CCBIN CUDAHOSTCXX} { if {[info exists ::env($v)] && $::env($v) ne $cc} { set named 1 } }\n"
+        "if {[module-info mode unload] || !$named} {\n"
+        "    setenv NVCC_CCBIN $cc\n"
+        "    setenv CUDAHOSTCXX $cc\n"
+        "}\n"
     )
 
 
@@ -131,6 +165,7 @@ def render_tcl(e: Entry) -> str:
         "setenv CUDAToolkit_ROOT $root\n"
         "setenv CUDACXX $root/bin/nvcc\n"
         "prepend-path PATH $root/bin\n"
+        + (_tcl_ccbin(e.ccbin) if e.ccbin else "")
     )
 
 
