@@ -525,6 +525,39 @@ def host_compiler(ctx: Context) -> Findings:
                           "choice for the hook and the shims.", "cudaenv rehash")
 
 
+def companions(ctx: Context) -> Findings:
+    """torch's own cuDNN and NCCL (the nvidia-cudnn/-nccl wheels it loads) against the ones in
+    the toolkit a build uses: an extension compiled and linked against the toolkit's loads
+    into torch's process, where torch's copy is already loaded."""
+    from . import companion_libs
+
+    root = ctx.in_use
+    if not root or not ctx.torch_version or not ctx.probe.python:
+        return
+    found = companion_libs.versions(root)
+    for name in ("cudnn", "nccl"):
+        pkg = ctx.probe.python.packages.get(f"nvidia-{name}")
+        mine = found.get(name)
+        if pkg is None or mine is None:
+            continue
+        label = companion_libs.LABEL[name]
+        theirs = ".".join(pkg.version.split(".")[:3])
+        where = os.path.join(pkg.location, "nvidia", name)
+        var = "CUDNN_PATH" if name == "cudnn" else "NCCL_HOME"
+        if mine.split(".")[0] != theirs.split(".")[0]:
+            yield ctx.finding(f"{name}-match", "error", f"torch loads {label} {theirs}; {root} has {label} {mine}",
+                              f"an extension linked against the toolkit's lib{name}.so.{mine.split('.')[0]} loads a "
+                              f"second {label} beside torch's lib{name}.so.{theirs.split('.')[0]}: symbol clashes at "
+                              f"load time. Build against torch's own ({where}).", f"export {var}={where}")
+        elif number_key(mine)[:2] > number_key(theirs)[:2]:
+            yield ctx.finding(f"{name}-match", "warn", f"{root} has {label} {mine}, newer than torch's {theirs}",
+                              f"an extension built against the newer headers resolves lib{name} to torch's older copy "
+                              "in torch's process and can fail with \"undefined symbol\" at import.",
+                              f"export {var}={where}")
+        else:
+            yield ctx.finding(f"{name}-match", "ok", f"{label} {mine} in {root} matches torch's {theirs}")
+
+
 def libcuda_stub(ctx: Context) -> Findings:
     """FlashInfer's and SGLang's JIT link `-L$CUDA_HOME/lib64/stubs -lcuda`; without the stub
     that needs the driver's development link libcuda.so, which build machines often lack."""
@@ -639,6 +672,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("consumer-answers", consumer_answers),
     ("toolkit-headers", toolkit_headers),
     ("host-compiler", host_compiler),
+    ("companions", companions),
     ("libcuda-stub", libcuda_stub),
     ("driver-gpu", driver_gpu),
     ("driver-torch", driver_torch),

@@ -52,7 +52,7 @@ Examples:
 @click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
 def versions(bare: bool, as_json: bool, executables: bool) -> None:
     """List managed and discovered toolkits, marking the current one."""
-    from .. import discover, rehash
+    from .. import companion_libs, discover, rehash
 
     if executables:
         from .. import inventory
@@ -84,7 +84,8 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         is_current = cur_root is not None and os.path.realpath(tk.root) == cur_root
         rows.append((tk, is_current))
     if as_json:
-        click.echo(json.dumps([{**tk.to_json(), "current": c} for tk, c in rows], indent=2))
+        click.echo(json.dumps([{**tk.to_json(), "companions": companion_libs.versions(tk.root), "current": c}
+                               for tk, c in rows], indent=2))
         return
     if bare:
         for tk, _ in rows:
@@ -110,6 +111,9 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
             detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
+        found = companion_libs.versions(tk.root)
+        if found:
+            detail += f", with {companion_libs.describe(found)}"
         if c and cur is not None:  # c is only ever True with a current selection
             detail += f" ({cur.selection.origin})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
