@@ -111,9 +111,9 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
             detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
-        found = companion_libs.versions(tk.root)
-        if found:
-            detail += f", with {companion_libs.describe(found)}"
+        libs = companion_libs.versions(tk.root)
+        if libs:
+            detail += f", with {companion_libs.describe(libs)}"
         if c and cur is not None:  # c is only ever True with a current selection
             detail += f" ({cur.selection.origin})"
         click.echo(f"{mark} {tk.release.ljust(width)}  {detail}")
