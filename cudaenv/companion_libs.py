@@ -19,6 +19,8 @@ HEADERS = {
     "nccl": ("nccl.h", ("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH")),
 }
 LABEL = {"cudnn": "cuDNN", "nccl": "NCCL"}
+# The variables builds read for another copy (TransformerEngine, CMake's FindCUDNN; NCCL's).
+ROOT_VARS = {"cudnn": ("CUDNN_PATH", "CUDNN_HOME"), "nccl": ("NCCL_HOME", "NCCL_ROOT_DIR")}
 # torch's own builds: the wheels its CUDA build depends on, by CUDA major.
 TORCH_DISTS = {"cudnn": "nvidia-cudnn-cu{major}", "nccl": "nvidia-nccl-cu{major}"}
 

@@ -534,28 +534,34 @@ def companions(ctx: Context) -> Findings:
     root = ctx.in_use
     if not root or not ctx.torch_version or not ctx.probe.python:
         return
-    found = companion_libs.versions(root)
     for name in ("cudnn", "nccl"):
         pkg = ctx.probe.python.packages.get(f"nvidia-{name}")
-        mine = found.get(name)
+        # What a build uses: the directory its own variable names (TransformerEngine's and
+        # CMake FindCUDNN's CUDNN_PATH/CUDNN_HOME; NCCL_HOME/NCCL_ROOT_DIR), else the toolkit's.
+        var = next((v for v in companion_libs.ROOT_VARS[name] if ctx.env.get(v)), None)
+        base = ctx.env[var] if var else root
+        mine = companion_libs.versions(base).get(name)
         if pkg is None or mine is None:
             continue
         label = companion_libs.LABEL[name]
         theirs = ".".join(pkg.version.split(".")[:3])
         where = os.path.join(pkg.location, "nvidia", name)
-        var = "CUDNN_PATH" if name == "cudnn" else "NCCL_HOME"
+        if os.path.realpath(base) == os.path.realpath(where):
+            yield ctx.finding(f"{name}-match", "ok", f"builds use torch's own {label} {theirs} ({var})")
+            continue
+        var = companion_libs.ROOT_VARS[name][0]
         if mine.split(".")[0] != theirs.split(".")[0]:
-            yield ctx.finding(f"{name}-match", "error", f"torch loads {label} {theirs}; {root} has {label} {mine}",
-                              f"an extension linked against the toolkit's lib{name}.so.{mine.split('.')[0]} loads a "
+            yield ctx.finding(f"{name}-match", "error", f"torch loads {label} {theirs}; {base} has {label} {mine}",
+                              f"an extension linked against lib{name}.so.{mine.split('.')[0]} there loads a "
                               f"second {label} beside torch's lib{name}.so.{theirs.split('.')[0]}: symbol clashes at "
                               f"load time. Build against torch's own ({where}).", f"export {var}={where}")
         elif number_key(mine)[:2] > number_key(theirs)[:2]:
-            yield ctx.finding(f"{name}-match", "warn", f"{root} has {label} {mine}, newer than torch's {theirs}",
+            yield ctx.finding(f"{name}-match", "warn", f"{base} has {label} {mine}, newer than torch's {theirs}",
                               f"an extension built against the newer headers resolves lib{name} to torch's older copy "
                               "in torch's process and can fail with \"undefined symbol\" at import.",
                               f"export {var}={where}")
         else:
-            yield ctx.finding(f"{name}-match", "ok", f"{label} {mine} in {root} matches torch's {theirs}")
+            yield ctx.finding(f"{name}-match", "ok", f"{label} {mine} in {base} matches torch's {theirs}")
 
 
 def libcuda_stub(ctx: Context) -> Findings:

@@ -68,3 +68,43 @@ def test_install_with_cudnn_and_nccl_links_a_program(tmp_path):
     want = entry["companions"]
     major, minor, patch = (int(x) for x in want["cudnn"].split("."))
     assert cudnn_v == major * 10000 + minor * 100 + patch
+
+
+def _headers(root: Path, cudnn: str, nccl: str) -> None:
+    inc = root / "include"
+    inc.mkdir(parents=True, exist_ok=True)
+    a, b, c = cudnn.split(".")
+    (inc / "cudnn_version.h").write_text(f"#define CUDNN_MAJOR {a}\n#define CUDNN_MINOR {b}\n#define CUDNN_PATCHLEVEL {c}\n")
+    a, b, c = nccl.split(".")
+    (inc / "nccl.h").write_text(f"#define NCCL_MAJOR {a}\n#define NCCL_MINOR {b}\n#define NCCL_PATCH {c}\n")
+
+
+@pytest.mark.parametrize("cudnn,nccl,status", [
+    ("9.13.0", "2.27.7", "ok"),      # torch's own versions
+    ("8.9.7", "2.27.7", "error"),    # another cuDNN major: a second libcudnn in torch's process
+    ("9.28.1", "2.32.3", "warn"),    # newer than torch's: undefined symbols at import
+])
+def test_doctor_compares_the_toolkits_companions_with_torchs(tmp_path, cudnn, nccl, status):
+    from fakemachine import Machine
+
+    m = Machine(tmp_path)
+    m.dist("nvidia_cudnn_cu13", "9.13.0.50")
+    m.dist("nvidia_nccl_cu13", "2.27.7")
+    _headers(m.site / "nvidia" / "cudnn", "9.13.0", "2.27.7")
+    _headers(m.site / "nvidia" / "nccl", "9.13.0", "2.27.7")
+    tk = m.managed_toolkit("13.0.2")
+    _headers(tk, cudnn, nccl)
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    env = m.env()
+    r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--json", "--python", m.python, env=env)
+    checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+    worst = max((checks["cudnn-match"], checks["nccl-match"]), key=lambda c: ("ok", "warn", "error").index(c["status"]))
+    assert worst["status"] == status, checks.get("cudnn-match")
+    if status != "ok":
+        # The fix points the build at torch's own copy, and the finding goes away.
+        assert worst["fix"].startswith("export CUDNN_PATH=") or worst["fix"].startswith("export NCCL_HOME=")
+        var, value = worst["fix"].removeprefix("export ").split("=", 1)
+        env[var] = value
+        r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--json", "--python", m.python, env=env)
+        again = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+        assert again[worst["id"]]["status"] == "ok", again[worst["id"]]
