@@ -279,3 +279,24 @@ def write_choices(table: dict, env=None) -> dict[str, str]:
                 pass
     store.write_atomic(d / ".by-root.json", json.dumps(by_root, indent=1, sort_keys=True) + "\n")
     return by_root
+
+
+def refused_user_choice(root: Path, env) -> str | None:
+    """One line for `cudaenv exec`/`env` when the user named a host compiler that this toolkit
+    refuses. Only asked where rehash stored a choice for the toolkit (it refuses the default),
+    so the compiler runs only where a refusal is likely."""
+    from . import activation
+
+    clean = activation.without_ours(env)
+    user = activation.user_compiler(clean)
+    cc = activation.chosen_compiler(Path(root), env)
+    if user is None or cc is None:
+        return None
+    var, value = user
+    path = value if os.path.isabs(value) else which(value, env) if value else None
+    named = identify(path) if path and os.path.isfile(path) else None
+    why = refusal(named, Path(root)) if named else None
+    if why is None:
+        return None
+    return (f"{var} names {named}, which this toolkit refuses ({why.split('!')[0]}!); cudaenv leaves your "
+            f"choice alone: unset {var} to use {cc}")

@@ -319,3 +319,34 @@ def test_real_nvcc_13_refuses_gcc16_and_cudaenv_applies_a_fitting_one(tmp_path):
                            env=dict(env, PWD=str(tmp_path)), cwd=tmp_path, capture_output=True, text=True)
     assert fixed.returncode == 0, fixed.stderr
     assert (tmp_path / "k.o").read_bytes()[:4] == b"\x7fELF"
+
+
+@pytest.mark.network
+def test_exec_and_env_say_when_the_users_compiler_is_refused(store118):
+    _need_gcc11()
+    store_root, tk, env, proj = store118
+    env = dict(env, PWD=str(proj), CXX="/usr/bin/g++-12")
+    for args in (["exec", "--", "true"], ["env"]):
+        r = cudaenv(env, *args, cwd=proj)
+        assert r.returncode == 0, r.stderr
+        assert re.search(r"warning: CXX names gcc 12\.\d+ \(/usr/bin/g\+\+-12\), which this toolkit refuses "
+                         r"\(unsupported GNU version!\); cudaenv leaves your choice alone: unset CXX to use "
+                         r"/usr/bin/g\+\+-11", r.stderr), r.stderr
+        assert "NVCC_CCBIN" not in r.stdout
+    r = cudaenv(dict(env, CXX="/usr/bin/g++-11"), "env", cwd=proj)
+    assert "warning" not in r.stderr  # an accepted choice of the user's: nothing to say
+
+
+def test_the_docs_excerpt_is_the_data():
+    """docs/host-compilers.md's table says what host_compilers.json says for each release's newest nvcc."""
+    from cudaenv import hostcc_rules
+
+    table = json.loads((REPO / "cudaenv" / "data" / "host_compilers.json").read_text())["components"]
+    text = (REPO / "docs" / "host-compilers.md").read_text()
+    rows = re.findall(r"^\| (\d+\.\d+) \| up to (\d+) \| ([\d.]+) to (\d+) \|", text, re.M)
+    assert len(rows) >= 5
+    for release, gcc_max, clang_min, clang_max in rows:
+        comp = max((c for c in table if c.startswith(release + ".")), key=hostcc_rules.version_key)
+        rules = table[comp]["rules"]
+        assert rules["gcc"]["accepts"] == [None, gcc_max], release
+        assert rules["clang"]["accepts"] == [clang_min, clang_max], release
