@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -74,7 +75,7 @@ def env(shell_: str | None, fmt: str | None, version: str | None, inherit_path: 
     click.echo(activation.render(variables, fmt), nl=False)
 
 
-def _say_refused_compiler(root) -> None:
+def _say_refused_compiler(root: Path) -> None:
     from .. import hostcc
 
     note = hostcc.refused_user_choice(root, os.environ)
