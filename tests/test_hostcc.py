@@ -42,13 +42,13 @@ def gcc_major() -> int:
 
 # nvcc's first step, as the real one runs it (see `nvcc -dryrun`): the host compiler
 # preprocesses the source with cuda_runtime.h included, which includes crt/host_config.h.
+# Builtins only (printf, parameter expansion), so it runs on a PATH that holds nothing but compilers.
 FIRST_STEP = """#!/bin/sh
 if [ "$1" = "--version" ]; then
-cat <<'EOF'
-{banner}EOF
+printf '%s' '{banner}'
 exit 0
 fi
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=${{0%/bin/*}}
 exec "${{NVCC_CCBIN:-gcc}}" -E -x c++ -D__CUDACC__ -D__NVCC__ -I"$root/include" -include cuda_runtime.h "$@" -o /dev/null
 """
 
@@ -350,3 +350,84 @@ def test_the_docs_excerpt_is_the_data():
         rules = table[comp]["rules"]
         assert rules["gcc"]["accepts"] == [None, gcc_max], release
         assert rules["clang"]["accepts"] == [clang_min, clang_max], release
+
+
+# --- done when: `cudaenv install 11.8 && cudaenv local 11.8` on Debian 12 --------------------------
+
+def _mirror_118(tmp_path: Path):
+    """A loopback redist mirror of 11.8.0 (tests/redist_mirror.py) whose cuda_nvcc archive carries
+    NVIDIA's real crt/host_config.h and an nvcc that runs nvcc's first step."""
+    from redist_mirror import RedistMirror, package_entries
+
+    m = RedistMirror(tmp_path / "mirror", platforms=("linux-x86_64",))
+    m.add_release("11.8.0", packages=("cuda_nvcc", "cuda_cudart", "cuda_cccl"))
+    header = nvidia_headers.header("11.8.89").read_text()
+    first_step = FIRST_STEP.format(banner=BANNER.format(short="11.8", component=component_for("11.8.0")))
+    entries = [e for e in package_entries("cuda_nvcc", "11.8.0") if e[0] != "bin/nvcc"]
+    entries += [("bin/nvcc", "file", first_step, 0o755), ("include/crt", "dir", None, 0o755),
+                ("include/crt/host_config.h", "file", header, 0o644)]
+    m.add_package("11.8.0", "cuda_nvcc", entries=entries)
+    runtime = [e for e in package_entries("cuda_cudart", "11.8.0") if e[0] != "include/cuda_runtime.h"]
+    runtime.append(("include/cuda_runtime.h", "file",
+                    "#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n#include \"crt/host_config.h\"\n", 0o644))
+    m.add_package("11.8.0", "cuda_cudart", entries=runtime)
+    return m
+
+
+@pytest.mark.network
+def test_install_118_and_local_118_give_a_shell_whose_nvcc_check_passes(tmp_path):
+    _need_gcc11()
+    if gcc_major() <= 11:
+        pytest.skip(f"this machine's gcc is {gcc_major()}, which 11.8 accepts")
+    from httpserver import FileServer
+
+    m = _mirror_118(tmp_path)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "k.cu").write_text("int main() { return 0; }\n")
+    with FileServer(m.root) as srv:
+        env = host_env(tmp_path / "root", CUDAENV_REDIST_URL=srv.url)
+        init = cudaenv(env, "init", "-", "bash").stdout
+        script = tmp_path / "session.bash"
+        script.write_text(init + f"\ncd {proj}\ncudaenv install 11.8 --source redist\ncudaenv local 11.8\n"
+                          "echo \"ccbin=$NVCC_CCBIN\"\nnvcc k.cu && echo compiled\n")
+        p = subprocess.run(["bash", "--norc", "--noprofile", str(script)], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert "installed CUDA 11.8.0" in p.stdout, p.stdout + p.stderr
+    assert "compiled" in p.stdout and REFUSED_118 not in p.stderr, p.stdout + p.stderr
+    cc = re.search(r"^ccbin=(.*)$", p.stdout, re.M).group(1)
+    assert os.path.realpath(cc) == os.path.realpath(GCC11)
+    assert "warning" not in p.stderr
+
+
+@pytest.mark.network
+def test_install_118_without_gcc11_warns_and_doctor_says_what_to_install(tmp_path):
+    if gcc_major() <= 11:
+        pytest.skip(f"this machine's gcc is {gcc_major()}, which 11.8 accepts")
+    from httpserver import FileServer
+
+    m = _mirror_118(tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("gcc", "g++", "cc", "c++"):
+        os.symlink(shutil.which(name), bindir / name)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "k.cu").write_text("int main() { return 0; }\n")
+    with FileServer(m.root) as srv:
+        env = host_env(tmp_path / "root", CUDAENV_REDIST_URL=srv.url,
+                       CUDAENV_HOST_COMPILER_SEARCH=str(tmp_path / "none"))
+        env["PATH"] = f"{bindir}:{CLI_DIR}"
+        r = cudaenv(env, "install", "11.8", "--source", "redist", cwd=proj)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"warning: CUDA 11\.8\.0 refuses the host compiler gcc 12", r.stderr), r.stdout + r.stderr
+    assert cudaenv(env, "local", "11.8", cwd=proj).returncode == 0
+    d = cudaenv(dict(env, PWD=str(proj)), "doctor", "--json", cwd=proj)
+    finding = next(c for c in json.loads(d.stdout)["checks"] if c["id"] == "host-compiler")
+    assert finding["status"] == "error", finding
+    if os.path.exists("/etc/debian_version"):
+        assert finding["fix"] == "sudo apt-get install g++-11 && cudaenv rehash"
+    # Before any build: the build itself would fail exactly as doctor said.
+    p = subprocess.run([str(tmp_path / "root" / "shims" / "nvcc"), "k.cu"], env=dict(env, PWD=str(proj)), cwd=proj,
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and REFUSED_118 in p.stderr
