@@ -156,7 +156,10 @@ def candidate_paths(env) -> list[str]:
     CUDAENV_HOST_COMPILER_SEARCH directories, the driver of each gcc version under a
     .../gcc/<triplet>/<N> directory there, and RHEL's gcc-toolset-N under /opt/rh."""
     search = [d for d in settings.get("CUDAENV_HOST_COMPILER_SEARCH", env).split(":") if d]
-    dirs = [d for d in env.get("PATH", "").split(":") if d] + [d for d in search if not d.endswith(("/gcc", "/rh"))]
+    # Only absolute directories: a relative PATH entry (".") would run whatever the current
+    # directory holds under a compiler's name, at every rehash.
+    dirs = [d for d in env.get("PATH", "").split(":") if os.path.isabs(d)]
+    dirs += [d for d in search if os.path.isabs(d) and not d.endswith(("/gcc", "/rh"))]
     found: dict[str, str] = {}
 
     def add(path: str) -> None:
@@ -174,7 +177,7 @@ def candidate_paths(env) -> list[str]:
         for name in names:
             if _VERSIONED.match(name):
                 add(os.path.join(d, name))
-    for d in search:
+    for d in (d for d in search if os.path.isabs(d)):
         if d.endswith("/gcc"):
             # Debian's /usr/lib/gcc/x86_64-linux-gnu/11 belongs to /usr/bin/g++-11.
             for libdir in glob.glob(os.path.join(glob.escape(d), "*", "*")):
@@ -252,7 +255,9 @@ def write_choices(table: dict, env=None) -> dict[str, str]:
             choice = choose(Path(entry.root), env)
         except OSError:
             choice = None
-        judged[entry.root] = choice.chosen.path if choice and choice.chosen else None
+        cc = choice.chosen.path if choice and choice.chosen else None
+        # The shell reads the file line by line and exports the value: one printable line only.
+        judged[entry.root] = cc if cc and cc.isprintable() and "\n" not in entry.root else None
         if judged[entry.root]:
             by_root[entry.root] = judged[entry.root]  # type: ignore[assignment]
     if not by_root and not d.exists():

@@ -431,3 +431,19 @@ def test_install_118_without_gcc11_warns_and_doctor_says_what_to_install(tmp_pat
     p = subprocess.run([str(tmp_path / "root" / "shims" / "nvcc"), "k.cu"], env=dict(env, PWD=str(proj)), cwd=proj,
                        capture_output=True, text=True)
     assert p.returncode != 0 and REFUSED_118 in p.stderr
+
+
+def test_versioned_compilers_are_looked_for_only_in_absolute_directories(tmp_path, monkeypatch):
+    """A relative PATH entry (".") would make rehash run whatever the current directory holds."""
+    from cudaenv import hostcc
+
+    planted = tmp_path / "g++-99"
+    planted.write_text("#!/bin/sh\ntouch ran\n")
+    planted.chmod(0o755)
+    real = tmp_path / "sys"
+    real.mkdir()
+    (real / "g++-98").write_text("#!/bin/sh\n")
+    (real / "g++-98").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    env = {"PATH": f".:{real}", "CUDAENV_HOST_COMPILER_SEARCH": "relative/dir"}
+    assert hostcc.candidate_paths(env) == [str(real / "g++-98")]
