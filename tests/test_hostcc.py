@@ -447,3 +447,23 @@ def test_versioned_compilers_are_looked_for_only_in_absolute_directories(tmp_pat
     monkeypatch.chdir(tmp_path)
     env = {"PATH": f".:{real}", "CUDAENV_HOST_COMPILER_SEARCH": "relative/dir"}
     assert hostcc.candidate_paths(env) == [str(real / "g++-98")]
+
+
+TORCH_WHEELS = sorted(Path("/opt/wheels").glob("torch-*.whl")) if Path("/opt/wheels").is_dir() else []
+
+
+def test_torch_cpp_extension_leaves_nvcc_its_default_unless_cc_is_set():
+    """What docs/host-compilers.md says torch honours, read from a real torch wheel's cpp_extension.py
+    (a CPU build cannot compile CUDA sources, so its source is what can be checked here): nvcc gets
+    `-ccbin $CC` only when CC is set (else nvcc's default, which NVCC_CCBIN sets), and the host
+    compiler is CXX, else c++."""
+    import zipfile
+
+    if not TORCH_WHEELS:
+        pytest.skip("no torch wheel in /opt/wheels to read cpp_extension.py from")
+    with zipfile.ZipFile(TORCH_WHEELS[-1]) as z:
+        src = z.read("torch/utils/cpp_extension.py").decode()
+    assert "compiler = os.environ.get('CXX', 'c++')" in src
+    assert re.search(r'_ccbin = os\.getenv\("CC"\)\s+if \(\s+_ccbin is not None', src)
+    assert re.search(r'cc_env = os\.getenv\("CC"\)\s+if cc_env is not None:\s+cuda_flags = \[\'-ccbin\', cc_env\]', src)
+    assert "NVCC_CCBIN" not in src and "CUDAHOSTCXX" not in src  # nothing of torch's own overrides them
