@@ -305,3 +305,26 @@ def refused_user_choice(root: Path, env) -> str | None:
         return None
     return (f"{var} names {named}, which this toolkit refuses ({why.split('!')[0]}!); cudaenv leaves your "
             f"choice alone: unset {var} to use {cc}")
+
+
+def refresh_choice(spec: str, entry, env=None) -> str | None:
+    """Choose again for the toolkit alias `spec` names (`cudaenv local`/`global` ask): every
+    spec of the table that names the same root gets the new choice, so the shell's file and
+    activation.py's table stay one. Returns the compiler chosen, or None."""
+    from . import aliases
+
+    env = os.environ if env is None else env
+    d = store.aliases_dir(env)
+    table = {}
+    for name in os.listdir(d):
+        if name.startswith("."):
+            continue
+        e = aliases.read_entry(d / name)
+        if e is not None:
+            table[name] = e
+    if spec not in table:
+        return None
+    write_choices(table, env)
+    from . import activation
+
+    return activation.chosen_compiler(Path(entry.root), env)

@@ -467,3 +467,28 @@ def test_torch_cpp_extension_leaves_nvcc_its_default_unless_cc_is_set():
     assert re.search(r'_ccbin = os\.getenv\("CC"\)\s+if \(\s+_ccbin is not None', src)
     assert re.search(r'cc_env = os\.getenv\("CC"\)\s+if cc_env is not None:\s+cuda_flags = \[\'-ccbin\', cc_env\]', src)
     assert "NVCC_CCBIN" not in src and "CUDAHOSTCXX" not in src  # nothing of torch's own overrides them
+
+
+@pytest.mark.network
+def test_local_chooses_again_for_a_compiler_installed_since_the_last_rehash(tmp_path):
+    """The rehash saw no compatible compiler (only gcc 12 here); g++-11 appears (PATH gains it) and
+    `cudaenv local 11.8` stores the choice at once, for the hook to apply."""
+    _need_gcc11()
+    if gcc_major() <= 11:
+        pytest.skip(f"this machine's gcc is {gcc_major()}, which 11.8 accepts")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("gcc", "g++", "cc", "c++"):
+        os.symlink(shutil.which(name), bindir / name)
+    store_root = tmp_path / "root"
+    toolkit_with_header(store_root, "11.8.0", nvidia_headers.header("11.8.89"))
+    env = host_env(store_root, CUDAENV_HOST_COMPILER_SEARCH=str(tmp_path / "none"))
+    env["PATH"] = f"{bindir}:{CLI_DIR}"
+    assert cudaenv(env, "rehash").returncode == 0
+    assert not (store_root / "host-compiler" / "11.8").exists()
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    os.symlink(GCC11, bindir / "g++-11")  # "apt-get install g++-11"
+    r = cudaenv(env, "local", "11.8", cwd=proj)
+    assert r.returncode == 0, r.stderr
+    assert (store_root / "host-compiler" / "11.8").read_text().splitlines()[1] == str(bindir / "g++-11")
