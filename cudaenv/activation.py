@@ -7,15 +7,20 @@ The same variables everywhere (shims, `exec`, `env`, the shell hook):
   CUDAENV_PATH_ENTRY) is removed first, so switching never piles up entries.
   LD_LIBRARY_PATH only with CUDAENV_LD_LIBRARY_PATH=1 (remembered in
   CUDAENV_LD_ENTRY), because changing it under a running program surprises.
+  NVCC_CCBIN and CUDAHOSTCXX = the host compiler `cudaenv rehash` chose for this
+  toolkit (hostcc.py), only when its nvcc refuses the default compiler and the
+  user named none (user_choice); remembered in CUDAENV_CCBIN.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from . import quoting, settings
+from .errors import CudaenvError
 
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # systemd's own default PATH for services (systemd.exec(5), "Environment variables
@@ -23,6 +28,59 @@ ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # interactive PATH of whoever ran `cudaenv env` (venvs, duplicates, home dirs).
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 FORMATS = ("sh", "fish", "systemd", "dotenv", "json")
+# nvcc's own default for -ccbin (below any -ccbin on a command line, so CMake's and
+# torch's win) and CMake's default for CMAKE_CUDA_HOST_COMPILER.
+HOST_COMPILER_VARS = ("NVCC_CCBIN", "CUDAHOSTCXX")
+# What names the user's own host compiler: CMake reads CUDAHOSTCXX, nvcc -ccbin and
+# NVCC_CCBIN, torch's cpp_extension CC (its -ccbin) and CXX (its host compiles).
+USER_COMPILER_VARS = ("CUDAHOSTCXX", "NVCC_CCBIN", "CXX", "CC")
+NVCC_FLAG_VARS = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
+_CCBIN_FLAG = re.compile(r"(?:^|\s)(?:-ccbin|--compiler-bindir)(?:[=\s]+(\S+))?")
+
+
+def user_compiler(env) -> tuple[str, str] | None:
+    """(where, compiler) when the user named a host compiler, else None. A value cudaenv
+    set itself (equal to CUDAENV_CCBIN) is not the user's. The shell's twin is
+    _cudaenv_host_compiler in select.sh (tests/test_hostcc.py runs both on one table)."""
+    ours = settings.get("CUDAENV_CCBIN", env)
+    for var in NVCC_FLAG_VARS:
+        m = _CCBIN_FLAG.search(env.get(var, ""))
+        if m:
+            return var, m.group(1) or ""
+    for var in USER_COMPILER_VARS:
+        value = env.get(var, "")
+        if value and not (ours and var in HOST_COMPILER_VARS and value == ours):
+            return var, value
+    return None
+
+
+def chosen_compiler(root: Path, env) -> str | None:
+    """The host compiler rehash stored for toolkit `root` (hostcc.write_choices), or None."""
+    from . import store
+
+    try:
+        table = store.read_json_object(store.host_compiler_dir(env) / ".by-root.json") or {}
+    except (OSError, CudaenvError):  # a store that cannot be read applies none; doctor reports it
+        return None
+    value = table.get(str(root))
+    return value if isinstance(value, str) and os.path.isabs(value) else None
+
+
+def host_compiler_env(root: Path, env) -> dict[str, str]:
+    if user_compiler(env) is not None:
+        return {}
+    cc = chosen_compiler(root, env)
+    return {"NVCC_CCBIN": cc, "CUDAHOSTCXX": cc, "CUDAENV_CCBIN": cc} if cc else {}
+
+
+def without_ours(env) -> dict[str, str]:
+    """`env` without the host compiler a previous activation set (CUDAENV_CCBIN)."""
+    env = dict(env)
+    ours = env.pop("CUDAENV_CCBIN", "")
+    for var in HOST_COMPILER_VARS:
+        if ours and env.get(var) == ours:
+            del env[var]
+    return env
 
 
 def _without_first(entries: list[str], value: str) -> list[str]:
@@ -53,6 +111,7 @@ def toolkit_env(root: Path, env=None) -> dict[str, str]:
         ld = _without_first(ld, settings.get("CUDAENV_LD_ENTRY", env))
         out["LD_LIBRARY_PATH"] = ":".join([lib] + ld)
         out["CUDAENV_LD_ENTRY"] = lib
+    out.update(host_compiler_env(root, without_ours(env)))
     return out
 
 
@@ -62,6 +121,7 @@ def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, s
     variables = toolkit_env(root, env)
     variables.pop("CUDAENV_PATH_ENTRY", None)
     variables.pop("CUDAENV_LD_ENTRY", None)
+    variables.pop("CUDAENV_CCBIN", None)
     if not inherit_path:
         variables["PATH"] = f"{os.path.join(str(root), 'bin')}:{SYSTEM_PATH}"
     return variables
@@ -69,7 +129,7 @@ def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, s
 
 def applied(root: Path, env=None) -> dict[str, str]:
     """A full environment: `env` with the toolkit's variables applied."""
-    env = dict(os.environ if env is None else env)
+    env = without_ours(os.environ if env is None else env)
     env.update(toolkit_env(root, env))
     return env
 

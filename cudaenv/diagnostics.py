@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from . import consumers, jitcache, quoting, store
 from . import resolver as rs
@@ -465,6 +466,105 @@ def toolkit_headers(ctx: Context) -> Findings:
         yield ctx.finding("toolkit-headers", "ok", f"{root} has headers matching nvcc {rel}")
 
 
+def host_compiler(ctx: Context) -> Findings:
+    """The host compiler a build would use with the toolkit in use, the range the toolkit's own
+    crt/host_config.h accepts, and what cudaenv chose (hostcc.py), before nvcc's #error says it."""
+    from . import activation, hostcc
+
+    root, rel = ctx.in_use, ctx.in_use_release
+    if not root or not rel or not os.path.isfile(os.path.join(root, "bin", "nvcc")):
+        return
+    _, rules = hostcc.toolkit_rules(Path(root))
+    accepts = f"CUDA {major_minor(rel)} accepts {hostcc.accepted_range(rules)}"
+    env = activation.without_ours(ctx.env)
+    user = activation.user_compiler(env)
+    ours = ctx.env.get("CUDAENV_CCBIN")
+    if user is not None:
+        var, value = user
+        path = value if os.path.isabs(value) else hostcc.which(value, ctx.env) if value else None
+        named = hostcc.identify(path) if path and os.path.isfile(path) else None
+        if named is None:
+            yield ctx.finding("host-compiler", "ok", f"host compiler: {var}={value} (your choice; {accepts})")
+            return
+        why = hostcc.refusal(named, Path(root), rules)
+        if why is None:
+            yield ctx.finding("host-compiler", "ok", f"host compiler: {named}, named by {var}; {accepts}")
+            return
+        choice = hostcc.choose(Path(root), ctx.env)
+        fix = (f"unset {var}" if choice.chosen or choice.default_refusal is None
+               else f"{hostcc.install_hint(rules)} && cudaenv rehash")
+        yield ctx.finding("host-compiler", "error", f"the host compiler {var} names, {named}, is refused by CUDA "
+                          f"{major_minor(rel)}", f"{accepts}; nvcc stops with \"{why}\". cudaenv leaves a compiler "
+                          "you named alone.", fix)
+        return
+    choice = hostcc.choose(Path(root), ctx.env, rules, look_around=True)
+    if choice.default is not None and choice.default_refusal is None:
+        yield ctx.finding("host-compiler", "ok", f"host compiler: {choice.default}; {accepts}")
+        return
+    default = str(choice.default) if choice.default else "no gcc on PATH"
+    if choice.chosen is None:
+        yield ctx.finding("host-compiler", "error", f"no host compiler here that CUDA {major_minor(rel)} accepts",
+                          f"{accepts}; the default, {default}, is refused"
+                          + (f" (\"{choice.default_refusal}\")" if choice.default_refusal else "")
+                          + (f", and so is every other compiler found ({', '.join(str(c) for c in choice.candidates)})"
+                             if choice.candidates else "") + ". Every nvcc build fails.",
+                          f"{hostcc.install_hint(rules)} && cudaenv rehash")
+        return
+    applied = ours and ctx.env.get("NVCC_CCBIN") == ours and os.path.realpath(ours) == os.path.realpath(choice.chosen.path)
+    stored = activation.chosen_compiler(Path(root), ctx.env)
+    if applied:
+        yield ctx.finding("host-compiler", "ok", f"host compiler: cudaenv applies {choice.chosen} (NVCC_CCBIN, "
+                          f"CUDAHOSTCXX); the default, {default}, is refused; {accepts}")
+    elif stored:
+        yield ctx.finding("host-compiler", "warn", f"host compiler: cudaenv chose {stored}, not applied in this shell",
+                          f"the default, {default}, is refused ({accepts}); the hook, the shims and `cudaenv exec` "
+                          "apply the choice as NVCC_CCBIN and CUDAHOSTCXX.",
+                          ctx.hook if not ctx.hook_active else f"export NVCC_CCBIN={stored} CUDAHOSTCXX={stored}")
+    else:
+        yield ctx.finding("host-compiler", "warn", f"host compiler: the default, {default}, is refused by CUDA "
+                          f"{major_minor(rel)}; {choice.chosen} fits", f"{accepts}; `cudaenv rehash` stores the "
+                          "choice for the hook and the shims.", "cudaenv rehash")
+
+
+def companions(ctx: Context) -> Findings:
+    """torch's own cuDNN and NCCL (the nvidia-cudnn/-nccl wheels it loads) against the ones in
+    the toolkit a build uses: an extension compiled and linked against the toolkit's loads
+    into torch's process, where torch's copy is already loaded."""
+    from . import companion_libs
+
+    root = ctx.in_use
+    if not root or not ctx.torch_version or not ctx.probe.python:
+        return
+    for name in ("cudnn", "nccl"):
+        pkg = ctx.probe.python.packages.get(f"nvidia-{name}")
+        # What a build uses: the directory its own variable names (TransformerEngine's and
+        # CMake FindCUDNN's CUDNN_PATH/CUDNN_HOME; NCCL_HOME/NCCL_ROOT_DIR), else the toolkit's.
+        var = next((v for v in companion_libs.ROOT_VARS[name] if ctx.env.get(v)), None)
+        base = ctx.env[var] if var else root
+        mine = companion_libs.versions(base).get(name)
+        if pkg is None or mine is None:
+            continue
+        label = companion_libs.LABEL[name]
+        theirs = ".".join(pkg.version.split(".")[:3])
+        where = os.path.join(pkg.location, "nvidia", name)
+        if os.path.realpath(base) == os.path.realpath(where):
+            yield ctx.finding(f"{name}-match", "ok", f"builds use torch's own {label} {theirs} ({var})")
+            continue
+        var = companion_libs.ROOT_VARS[name][0]
+        if mine.split(".")[0] != theirs.split(".")[0]:
+            yield ctx.finding(f"{name}-match", "error", f"torch loads {label} {theirs}; {base} has {label} {mine}",
+                              f"an extension linked against lib{name}.so.{mine.split('.')[0]} there loads a "
+                              f"second {label} beside torch's lib{name}.so.{theirs.split('.')[0]}: symbol clashes at "
+                              f"load time. Build against torch's own ({where}).", f"export {var}={where}")
+        elif number_key(mine)[:2] > number_key(theirs)[:2]:
+            yield ctx.finding(f"{name}-match", "warn", f"{base} has {label} {mine}, newer than torch's {theirs}",
+                              f"an extension built against the newer headers resolves lib{name} to torch's older copy "
+                              "in torch's process and can fail with \"undefined symbol\" at import.",
+                              f"export {var}={where}")
+        else:
+            yield ctx.finding(f"{name}-match", "ok", f"{label} {mine} in {base} matches torch's {theirs}")
+
+
 def libcuda_stub(ctx: Context) -> Findings:
     """FlashInfer's and SGLang's JIT link `-L$CUDA_HOME/lib64/stubs -lcuda`; without the stub
     that needs the driver's development link libcuda.so, which build machines often lack."""
@@ -578,6 +678,8 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("triton-ptxas", triton_ptxas),
     ("consumer-answers", consumer_answers),
     ("toolkit-headers", toolkit_headers),
+    ("host-compiler", host_compiler),
+    ("companions", companions),
     ("libcuda-stub", libcuda_stub),
     ("driver-gpu", driver_gpu),
     ("driver-torch", driver_torch),

@@ -40,6 +40,9 @@ WATCHED = {  # distribution names (normalised) -> what we report them as
     "nvidia-cuda-runtime": "nvidia-cuda-runtime",
     "nvidia-cuda-runtime-cu12": "nvidia-cuda-runtime",
     "nvidia-cuda-runtime-cu11": "nvidia-cuda-runtime",
+    # torch's own cuDNN and NCCL (doctor compares them with the toolkit's companions).
+    "nvidia-cudnn-cu11": "nvidia-cudnn", "nvidia-cudnn-cu12": "nvidia-cudnn", "nvidia-cudnn-cu13": "nvidia-cudnn",
+    "nvidia-nccl-cu11": "nvidia-nccl", "nvidia-nccl-cu12": "nvidia-nccl", "nvidia-nccl-cu13": "nvidia-nccl",
 }
 _SM_RE = re.compile(r"sm_(\d+)([af]?)\Z")
 _CC_RE = re.compile(r"(\d+)\.(\d+)\Z")

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import quoting
+from . import activation, quoting
 from .errors import InputError
 from .versions import InvalidVersion, Release, parse_spec
 
@@ -41,6 +41,7 @@ class Entry:
     name: str  # "13.0.2": validated, safe as a file name
     root: str
     origin: str
+    ccbin: str | None = None  # the host compiler rehash chose for it (hostcc.py), if any
 
 
 @dataclass
@@ -89,7 +90,7 @@ def entries(managed, discovered, env=None) -> tuple[list[Entry], list[str]]:
                    else "is not in the alias table yet (run cudaenv rehash as the store's owner)")
             skipped.append(f"{root}: {spec.text} {why}")
             continue
-        chosen[spec.text] = Entry(spec.text, root, tk.origin)
+        chosen[spec.text] = Entry(spec.text, root, tk.origin, activation.chosen_compiler(Path(root), os.environ))
     return sorted(chosen.values(), key=lambda e: _version_key(e.name), reverse=True), skipped
 
 
@@ -132,6 +133,38 @@ def render_lua(e: Entry) -> str:
         'setenv("CUDAToolkit_ROOT", root)\n'
         'setenv("CUDACXX", pathJoin(root, "bin", "nvcc"))\n'
         'prepend_path("PATH", pathJoin(root, "bin"))\n'
+        + (_lua_ccbin(e.ccbin) if e.ccbin else "")
+    )
+
+
+# The host compiler, as activation.user_compiler decides: never over one the user
+# named; on unload the same lines take it away again.
+def _lua_ccbin(cc: str) -> str:
+    return (
+        f"local cc = {quoting.lua(cc)}\n"
+        'local flags = (os.getenv("NVCC_PREPEND_FLAGS") or "") .. " " .. (os.getenv("NVCC_APPEND_FLAGS") or "")\n'
+        'local named = os.getenv("CC") or os.getenv("CXX") or flags:find("-ccbin", 1, true)\n'
+        '    or flags:find("--compiler-bindir", 1, true)\n'
+        '    or (os.getenv("NVCC_CCBIN") or cc) ~= cc or (os.getenv("CUDAHOSTCXX") or cc) ~= cc\n'
+        'if mode() == "unload" or not named then\n'
+        '    setenv("NVCC_CCBIN", cc)\n'
+        '    setenv("CUDAHOSTCXX", cc)\n'
+        "end\n"
+    )
+
+
+def _tcl_ccbin(cc: str) -> str:
+    return (
+        f"set cc {quoting.tcl(cc)}\n"
+        "set flags \"\"\n"
+        "foreach v {NVCC_PREPEND_FLAGS NVCC_APPEND_FLAGS} { if {[info exists ::env($v)]} { append flags \" $::env($v)\" } }\n"
+        "set named [expr {[info exists ::env(CC)] || [info exists ::env(CXX)] "
+        "|| [string first -ccbin $flags] >= 0 || [string first --compiler-bindir $flags] >= 0}]\n"
+        "foreach v {NVCC_CCBIN CUDAHOSTCXX} { if {[info exists ::env($v)] && $::env($v) ne $cc} { set named 1 } }\n"
+        "if {[module-info mode unload] || !$named} {\n"
+        "    setenv NVCC_CCBIN $cc\n"
+        "    setenv CUDAHOSTCXX $cc\n"
+        "}\n"
     )
 
 
@@ -149,6 +182,7 @@ def render_tcl(e: Entry) -> str:
         "setenv CUDAToolkit_ROOT $root\n"
         "setenv CUDACXX $root/bin/nvcc\n"
         "prepend-path PATH $root/bin\n"
+        + (_tcl_ccbin(e.ccbin) if e.ccbin else "")
     )
 
 

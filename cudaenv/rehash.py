@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import aliases, discover, shared_roots, store, storelinks
+from . import aliases, discover, hostcc, shared_roots, store, storelinks
 from .shims import rare_name, render_rare, render_shim
 
 
@@ -105,6 +105,7 @@ def rehash(managed=None, found=None) -> list[str]:
     table = aliases.build(managed, found, shared)
     try:
         aliases.write(table)
+        hostcc.write_choices(table)
         _write_shims(names)
         # The store root as a toolkit root for torch & co. (see storelinks.py).
         storelinks.update(storelinks.global_toolkit(lambda spec: table.get(spec.text)))

@@ -61,6 +61,13 @@ _TABLE = (
             "colon-separated globs; `pip` stands for the target Python's nvidia wheels.", "discover"),
     Setting("CUDAENV_LD_LIBRARY_PATH", "", "`1`: the hook and `cudaenv exec` also put the toolkit's lib64 "
             "on LD_LIBRARY_PATH.", "activation, hooks"),
+    Setting("CUDAENV_HOST_COMPILER", "auto", "`auto`: when a toolkit's nvcc refuses the default host compiler, "
+            "apply a compatible one found here (NVCC_CCBIN, CUDAHOSTCXX); `off`: never.", "hostcc, rehash"),
+    Setting("CUDAENV_HOST_COMPILER_SEARCH", "/usr/local/bin:/usr/bin:/usr/lib/gcc:/usr/lib64/gcc:/opt/rh",
+            "Where to look for versioned host compilers (g++-N, clang++-N; the gcc versions under a */gcc "
+            "directory; gcc-toolset-N under /opt/rh), besides PATH.", "hostcc"),
+    Setting("CUDAENV_CCBIN", "", "Set by the hook, the shims and `cudaenv exec`: the host compiler cudaenv "
+            "applied, so it is told apart from the user's own.", "activation, hooks"),
     Setting("CUDAENV_DEBUG", "", "`1`: an internal error prints its traceback (the default in a git "
             "checkout); `0`: never.", "cli"),
     Setting("CUDAENV_CONFIG", "", "The user's configuration file (default: "

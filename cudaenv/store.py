@@ -118,6 +118,11 @@ def aliases_dir(env=None) -> Path:
     return root(env) / "aliases"
 
 
+def host_compiler_dir(env=None) -> Path:
+    """The host compilers rehash chose per toolkit (hostcc.write_choices)."""
+    return root(env) / "host-compiler"
+
+
 def staging_dir() -> Path:
     return root() / "staging"
 

@@ -9,7 +9,8 @@
         Write with every manifest and PyPI; --offline leaves PyPI out.
     gen_data.py --check   (or: gen_data.py pypi)
         what PyPI now has that the data does not know: torch minors and PyPI's
-        default torch build, cuda-toolkit releases (driver minimum, nvcc), and
+        default torch build, cuda-toolkit releases (driver minimum, nvcc), nvcc
+        headers not in host_compilers.json (scripts/gen_host_compilers.py), and
         triton / flashinfer-python / sglang releases newer than the consumer rules.
     gen_data.py archs [--check] [--release 12.8 ...] [--local /usr/local/cuda-13.0 ...]
         the GPU targets each release's ptxas accepts, read from the binaries of
@@ -347,6 +348,12 @@ def unknown_on_pypi(fetch_versions=pypi_versions) -> list[str]:
             out.append(f"cuda-toolkit {v}: on PyPI, no minimum driver in drivers.json")
         if v not in shipped:
             out.append(f"cuda-toolkit {v}: on PyPI, its nvcc is not in nvcc_releases.json")
+    host = load("host_compilers.json")["components"]
+    for dist in ("nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-crt"):
+        for v in fetch_versions(dist)[0]:
+            if _RELEASE_RE.match(v) and v not in host and (dist != "nvidia-cuda-crt" or v.startswith("13.")):
+                out.append(f"{dist} {v}: on PyPI, its crt/host_config.h is not in host_compilers.json "
+                           "(scripts/gen_host_compilers.py)")
     consumers = load("consumers.json")
     for dist, key in (("triton", "triton"), ("flashinfer-python", "flashinfer"), ("sglang", "sglang")):
         checked = consumers[key]["checked_up_to"]

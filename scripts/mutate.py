@@ -203,6 +203,14 @@ MUTATIONS = [
              "    if False:\n        raise Unquotable(f\"{value[:80]!r}: the control",
              "a modulefile carries a newline the module tools cut the value at",
              tests=["tests/test_quoting.py::test_modulefiles_round_trip_through_the_real_module_tools"]),
+    Mutation("C1", "shims/select-rare.sh", '[ -z "${CC-}${CXX-}${CUDAHOSTCXX-}${NVCC_CCBIN-}" ] || return 0',
+             '[ -z "${CC-}${CUDAHOSTCXX-}${NVCC_CCBIN-}" ] || return 0',
+             "a shim replaces the host compiler the user named in CXX", tests=["tests/test_hostcc.py"]),
+    Mutation("C2", "cudaenv/activation.py", 'if value and not (ours and var in HOST_COMPILER_VARS and value == ours):',
+             "if value and var != \"CC\" and not (ours and var in HOST_COMPILER_VARS and value == ours):",
+             "exec and env replace the host compiler the user named in CC", tests=["tests/test_hostcc.py"]),
+    Mutation("C3", "cudaenv/hostcc_rules.py", 'lines.append("#define __NV_NO_HOST_COMPILER_CHECK 1")', "pass",
+             "the table says -allow-unsupported-compiler lifts nothing", tests=["tests/test_hostcc.py"]),
 ]
 
 

@@ -462,6 +462,34 @@ function __cudaenv_apply -a root
         set -gx LD_LIBRARY_PATH $lib (__cudaenv_list_without "$CUDAENV_LD_ENTRY" $LD_LIBRARY_PATH)
         set -gx CUDAENV_LD_ENTRY $lib
     end
+    __cudaenv_host_compiler $root
+end
+
+# The host compiler cudaenv applied before (CUDAENV_CCBIN) is nobody's choice: drop it.
+function __cudaenv_host_compiler_drop
+    test -n "$CUDAENV_CCBIN"; or return 0
+    test "$NVCC_CCBIN" = "$CUDAENV_CCBIN"; and set -e NVCC_CCBIN
+    test "$CUDAHOSTCXX" = "$CUDAENV_CCBIN"; and set -e CUDAHOSTCXX
+    set -e CUDAENV_CCBIN
+end
+
+# The host compiler rehash chose for toolkit $root, as _cudaenv_host_compiler in
+# select.sh: host-compiler/<spec> exists only when one is needed, and a compiler
+# the user named (CC, CXX, CUDAHOSTCXX, NVCC_CCBIN, -ccbin in the NVCC flags) stays.
+function __cudaenv_host_compiler -a root
+    __cudaenv_host_compiler_drop
+    set -l file (__cudaenv_root)/host-compiler/$__cudaenv_spec
+    test -f "$file"; or return 0
+    set -l lines
+    while read -l line
+        set -a lines $line
+    end <$file
+    test (count $lines) -ge 2; and test "$lines[1]" = "$root"; and test -n "$lines[2]"; or return 0
+    test -z "$CC$CXX$CUDAHOSTCXX$NVCC_CCBIN"; or return 0
+    string match -qr '(^|\s)(-ccbin|--compiler-bindir)' -- "$NVCC_PREPEND_FLAGS $NVCC_APPEND_FLAGS"; and return 0
+    set -gx NVCC_CCBIN $lines[2]
+    set -gx CUDAHOSTCXX $lines[2]
+    set -gx CUDAENV_CCBIN $lines[2]
 end
 
 # Undo what this shell's hook exported; PATH loses only the entry it added.
@@ -477,6 +505,7 @@ function __cudaenv_restore
             set -e $v
         end
     end
+    __cudaenv_host_compiler_drop
     set -l rest (__cudaenv_list_without "$CUDAENV_PATH_ENTRY" $PATH)
     if test -n "$__cudaenv_orig_path_entry"
         set -gx PATH $__cudaenv_orig_path_entry $rest

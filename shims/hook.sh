@@ -40,6 +40,7 @@ _cudaenv_restore() {
         unset CUDAToolkit_ROOT
     fi
     if [ -n "$_CUDAENV_HAD_CUDACXX" ]; then export CUDACXX="$_CUDAENV_ORIG_CUDACXX"; else unset CUDACXX; fi
+    _cudaenv_host_compiler_drop
     _cudaenv_list_without "${PATH-}" "${CUDAENV_PATH_ENTRY-}"
     if [ -n "$_CUDAENV_ORIG_PATH_ENTRY" ]; then
         export PATH="$_CUDAENV_ORIG_PATH_ENTRY${_ce_list:+:$_ce_list}" CUDAENV_PATH_ENTRY="$_CUDAENV_ORIG_PATH_ENTRY"

@@ -372,3 +372,30 @@ _cudaenv_resolve_stale() {
     _ce_root=
     return 1
 }
+
+# The host compiler cudaenv applied before (CUDAENV_CCBIN) is nobody's choice: drop it.
+_cudaenv_host_compiler_drop() {
+    [ -n "${CUDAENV_CCBIN-}" ] || return 0
+    [ "${NVCC_CCBIN-}" != "$CUDAENV_CCBIN" ] || unset NVCC_CCBIN
+    [ "${CUDAHOSTCXX-}" != "$CUDAENV_CCBIN" ] || unset CUDAHOSTCXX
+    unset CUDAENV_CCBIN
+}
+
+# The host compiler `cudaenv rehash` chose for toolkit $1 when its nvcc refuses the
+# default one (cudaenv/hostcc.py): host-compiler/<spec> holds the root and the
+# compiler, and exists only then, so the common case costs one `test`. Applied
+# as NVCC_CCBIN and CUDAHOSTCXX unless the user named a compiler (CC, CXX,
+# CUDAHOSTCXX, NVCC_CCBIN, -ccbin in NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS), as
+# activation.user_compiler decides.
+_cudaenv_host_compiler() {
+    local root= cc=
+    _cudaenv_host_compiler_drop
+    [ -f "$_ce_r/host-compiler/$_ce_spec" ] || return 0
+    { IFS= read -r root && IFS= read -r cc; } <"$_ce_r/host-compiler/$_ce_spec" || return 0
+    [ "x$root" = "x$1" ] && [ -n "$cc" ] || return 0
+    [ -z "${CC-}${CXX-}${CUDAHOSTCXX-}${NVCC_CCBIN-}" ] || return 0
+    case " ${NVCC_PREPEND_FLAGS-} ${NVCC_APPEND_FLAGS-}" in
+        *[" $_ce_tab"]-ccbin* | *[" $_ce_tab"]--compiler-bindir*) return 0 ;;
+    esac
+    export NVCC_CCBIN="$cc" CUDAHOSTCXX="$cc" CUDAENV_CCBIN="$cc"
+}

@@ -349,4 +349,10 @@ _cudaenv_apply() {
         export LD_LIBRARY_PATH="$lib${_ce_list:+:$_ce_list}"
         export CUDAENV_LD_ENTRY="$lib"
     fi
+    # A host compiler to apply or one to take away (the rare half, hostcc.py): one `test`
+    # when the toolkit needs none, as most do.
+    if [ -n "${CUDAENV_CCBIN-}" ] || [ -f "$_ce_r/host-compiler/$_ce_spec" ]; then
+        _cudaenv_rare
+        _cudaenv_host_compiler "$1"
+    fi
 }

@@ -191,8 +191,24 @@ class Machine:
         self.driver = driver
         self.__post_init_gpus()
 
+    def _host_compiler(self) -> None:
+        """The machine's gcc, presenting itself as gcc 12.2 (Debian 12's) whatever the real one is:
+        a real compiler under a fixed identity, so the doctor's host-compiler line is the same on
+        every machine. No other compiler is looked for (CUDAENV_HOST_COMPILER_SEARCH)."""
+        import shutil
+
+        real = shutil.which("gcc", path="/usr/bin:/bin")
+        gcc = self.bin / "gcc"
+        if real and not gcc.exists():
+            self.bin.mkdir(parents=True, exist_ok=True)
+            gcc.write_text(f"#!/bin/sh\nexec {real} -U__GNUC__ -D__GNUC__=12 -U__GNUC_MINOR__ -D__GNUC_MINOR__=2 "
+                           '"$@"\n')
+            gcc.chmod(0o755)
+
     def env(self, *, path_first=(), **extra) -> dict:
+        self._host_compiler()
         env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"), **extra)
+        env["CUDAENV_HOST_COMPILER_SEARCH"] = str(self.tmp / "no-host-compilers")
         env["PATH"] = ":".join([*map(str, path_first), str(self.bin), env["PATH"]])
         env["HOME"] = str(self.home)
         env["PWD"] = str(self.proj)

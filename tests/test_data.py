@@ -222,6 +222,9 @@ def test_gen_data_check_reports_what_pypi_has_and_the_data_lacks(tmp_path):
     _pypi_doc(tmp_path, "triton", ["3.9.0", "3.10.0"], "3.10.0")
     _pypi_doc(tmp_path, "flashinfer-python", ["0.7.4", "0.6.18.post1"], "0.7.4")
     _pypi_doc(tmp_path, "sglang", ["0.5.23"], "0.5.23")
+    _pypi_doc(tmp_path, "nvidia-cuda-nvcc-cu11", ["11.8.89"], "11.8.89")
+    _pypi_doc(tmp_path, "nvidia-cuda-nvcc-cu12", ["12.9.86", "12.9.99"], "12.9.99")
+    _pypi_doc(tmp_path, "nvidia-cuda-crt", ["13.0.88", "13.9.1rc1", "13.9.10"], "13.9.10")
     with FileServer(tmp_path) as srv:
         env = dict(os.environ, CUDAENV_GEN_PYPI_JSON=srv.url + "pypi/{name}/json")
         r = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, env=env, timeout=120)
@@ -232,7 +235,11 @@ def test_gen_data_check_reports_what_pypi_has_and_the_data_lacks(tmp_path):
     assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, no minimum driver in drivers.json" in lines
     assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, its nvcc is not in nvcc_releases.json" in lines
     assert any(l.startswith("UNKNOWN triton 3.10.0: newer than consumers.json's rules") for l in lines)
-    assert not any("flashinfer" in l or "sglang" in l or "13.0.2" in l or "rc1" in l or "2.15" in l for l in lines)
+    assert ("UNKNOWN nvidia-cuda-nvcc-cu12 12.9.99: on PyPI, its crt/host_config.h is not in host_compilers.json "
+            "(scripts/gen_host_compilers.py)") in lines
+    assert any(l.startswith("UNKNOWN nvidia-cuda-crt 13.9.10: on PyPI, its crt/host_config.h") for l in lines)
+    assert not any("flashinfer" in l or "sglang" in l or "13.0.2" in l or "rc1" in l or "2.15" in l
+                   or "11.8.89" in l or "12.9.86" in l or "13.0.88" in l for l in lines)
 
 
 @pytest.mark.network

@@ -33,6 +33,7 @@ def _paths(m: Machine) -> list[tuple[str, str]]:
             (str(m.venv), "/srv/llm/.venv"),
             (str(m.proj), "/srv/llm"),
             (str(m.home), "/home/llm"),
+            (str(m.bin / "gcc"), "/usr/bin/gcc"),
             (str(m.tmp / "nonexistent"), "/nonexistent")]
 
 

@@ -194,3 +194,26 @@ def test_directory_from_environment(site):
     r = site.cli("modulefiles", env=env)
     assert "default: cuda/13.0.2" in r.stdout
     assert (site.mf / "cuda" / ".modulerc").read_text().count("module-version cuda/13.0.2 default") == 1
+
+
+@pytest.mark.parametrize("fmt", ["lmod", "tcl"])
+def test_host_compiler_rehash_chose_is_loaded_and_unloaded(site, fmt):
+    """11.8 refuses this machine's gcc 12 (the table, read from its real header): the modulefile sets the
+    g++-11 rehash chose, takes it away on purge, and leaves a CXX the user set alone."""
+    gcc11 = shutil.which("g++-11", path="/usr/bin")
+    gcc = subprocess.run(["gcc", "-dumpversion"], capture_output=True, text=True).stdout.split(".")[0]
+    if not gcc11 or int(gcc) <= 11:
+        pytest.skip(f"needs /usr/bin/g++-11 and a default gcc above 11 (gcc is {gcc})")
+    managed(site.root, "11.8.0")
+    site.env["PATH"] = f"/usr/bin:/bin:{site.env['PATH']}"
+    site.cli("rehash")
+    site.cli("modulefiles", str(site.mf), "--format", fmt)
+    script = (module_prelude(fmt) + f"module use {site.mf}\nmodule load cuda/11.8\necho \"a=$NVCC_CCBIN|$CUDAHOSTCXX\"\n"
+              "module purge\necho \"b=${NVCC_CCBIN-unset}\"\nexport CXX=g++-12\nmodule load cuda/11.8\n"
+              "echo \"c=${NVCC_CCBIN-unset}\"\nmodule load cuda/13.0\necho \"d=${NVCC_CCBIN-unset}\"\n")
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True,
+                       env=site.env, cwd=site.tmp)
+    cc = (site.root / "host-compiler" / "11.8").read_text().splitlines()[1]
+    assert os.path.realpath(cc) == os.path.realpath(gcc11)
+    assert f"a={cc}|{cc}" in r.stdout, r.stdout + r.stderr
+    assert "b=unset" in r.stdout and "c=unset" in r.stdout and "d=unset" in r.stdout, r.stdout + r.stderr

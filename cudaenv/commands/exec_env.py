@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -31,6 +32,7 @@ def exec_(argv: tuple[str, ...]) -> None:
     except SelectionError as e:
         fail(str(e), e.exit_code)
     env = activation.applied(r.root)
+    _say_refused_compiler(r.root)
     cmd = argv[0]
     try:
         os.execvpe(cmd, list(argv), env)
@@ -83,4 +85,13 @@ def env(shell_: str | None, fmt: str | None, as_json: bool, version: str | None,
         variables = activation.service_env(r.root, inherit_path=inherit_path or fmt != "systemd")
     else:
         variables = activation.toolkit_env(r.root)
+    _say_refused_compiler(r.root)
     click.echo(activation.render(variables, fmt), nl=False)
+
+
+def _say_refused_compiler(root: Path) -> None:
+    from .. import hostcc
+
+    note = hostcc.refused_user_choice(root, os.environ)
+    if note:
+        click.echo(f"cudaenv: warning: {note}", err=True)

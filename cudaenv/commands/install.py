@@ -198,7 +198,30 @@ def install(versions: tuple[str, ...], source: str | None, profile: str, extra: 
                     click.echo(f"  {note}")
     if as_json:
         click.echo(json.dumps(results if len(results) != 1 else results[0], indent=2))
+    else:
+        for done in results:
+            if done.get("root"):
+                _warn_host_compiler(done["root"], done.get("release", ""))
     sys.exit(code)
+
+
+def _warn_host_compiler(root: str, release: str) -> None:
+    """The last word of an install: the toolkit refuses the default host compiler and nothing
+    here fits, so every build with it would fail at nvcc's first step."""
+    from pathlib import Path
+
+    from .. import hostcc
+
+    try:
+        _, rules = hostcc.toolkit_rules(Path(root))
+        choice = hostcc.choose(Path(root), rules=rules)
+    except OSError:
+        return
+    if choice.default_refusal is None or choice.chosen is not None:
+        return
+    click.echo(f"cudaenv: warning: CUDA {release} refuses the host compiler {choice.default} and no compiler here "
+               f"fits (it accepts {hostcc.accepted_range(rules)}); {hostcc.install_hint(rules)}, then "
+               "'cudaenv rehash'", err=True)
 
 
 def _clear_stale_jit(yes: bool) -> list[str]:

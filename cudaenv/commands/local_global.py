@@ -75,6 +75,22 @@ def _write_version_file(path: Path, value: str | None, unset: bool, force: bool,
         click.echo(f"wrote {path}: {spec.text} (not installed yet: run 'cudaenv install {spec.text}')")
     else:
         click.echo(f"wrote {path}: {spec.text} -> {resolved.release} at {resolved.root}")
+        _refresh_host_compiler(spec.text)
+
+
+def _refresh_host_compiler(spec: str) -> None:
+    """Choose the host compiler for the toolkit just selected again (one installed since the
+    last rehash counts), so the hook applies it now. A store this user may not write keeps
+    its owner's choice."""
+    from .. import aliases, hostcc
+
+    entry = aliases.read_entry(store.aliases_dir() / spec)
+    if entry is None or not store.can_write(store.root()):
+        return
+    try:
+        hostcc.refresh_choice(spec, entry)
+    except OSError:
+        pass
 
 
 def _refused_write(path: Path, err: OSError, what: str) -> NoReturn:

@@ -54,7 +54,7 @@ Examples:
 @click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
 def versions(bare: bool, as_json: bool, executables: bool) -> None:
     """List managed and discovered toolkits, marking the current one."""
-    from .. import discover, rehash
+    from .. import companion_libs, discover, rehash
 
     if executables:
         from .. import inventory
@@ -90,6 +90,7 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         names[id(tk)] = tk.release if tk.managed else selection.name_for(tk.root, tk.release)
     if as_json:
         click.echo(json.dumps([{**tk.to_json(), "name": names[id(tk)], "current": c,
+                                "companions": companion_libs.versions(tk.root),
                                 **({"differs_from_release": _differs(tk)} if tk.managed else {})}
                                for tk, c in rows], indent=2))
         return
@@ -118,6 +119,9 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
             detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
+        libs = companion_libs.versions(tk.root)
+        if libs:
+            detail += f", with {companion_libs.describe(libs)}"
         if c and cur is not None:  # c is only ever True with a current selection
             detail += f" ({cur.selection.origin})"
         if tk.managed and _differs(tk):

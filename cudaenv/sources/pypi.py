@@ -62,6 +62,11 @@ LOCAL_PAGE_MAX_BYTES = 64 << 20  # a file:// project page, bounded like any fetc
 # Generic component names (components.py) whose cuda-toolkit extra is spelled differently.
 EXTRA_FOR_COMPONENT = {"profiler_api": "profiler", "nvml_dev": "nvml"}
 
+# Companion libraries: not in cuda-toolkit's extras. NVIDIA builds one wheel line per CUDA
+# major (nvidia-cudnn-cu13, nvidia-nccl-cu13), each for every minor of that major; the
+# newest final release is installed, its files merged into the toolkit root (include/,
+# lib/) where CMake's FindCUDNN, TransformerEngine and torch's builds look.
+COMPANIONS = {"cudnn": ("nvidia-cudnn-cu{major}", "nvidia/cudnn"), "nccl": ("nvidia-nccl-cu{major}", "nvidia/nccl")}
 # Wheel project -> the key NVIDIA's version.json and redist manifests use, so
 # a pip-assembled tree describes itself the same way as a redist one.
 VERSION_JSON_KEY = {
@@ -546,15 +551,32 @@ class PypiSource:
                     continue
                 for req in by_extra[ex]:
                     chosen.setdefault(canonicalize_name(req.name), req)
+        companions = []
         for item in sorted(extra):
+            if item in COMPANIONS:
+                companions.append(self.companion(item, rel))
+                continue
             for req in self._requirements_for(item, by_extra, rel, offered):
                 chosen.setdefault(canonicalize_name(req.name), req)
 
         subdir = f"nvidia/cu{rel.major}"
         for name in sorted(chosen):
             plan.artifacts.append(self.pin(chosen[name], subdir))
+        for art in companions:
+            plan.artifacts.append(art)
+            plan.notes.append(f"{art.component} {art.version}: NVIDIA's build for CUDA {rel.major}.x")
         plan.notes.append(f"pinned by {META_PACKAGE} {rel} from {redact(self.index)}")
         return plan
+
+    def companion(self, item: str, rel: Release) -> Artifact:
+        """The newest final wheel of a companion library built for this CUDA major."""
+        project, subdir = COMPANIONS[item]
+        project = project.format(major=rel.major)
+        wheels = [(v, f) for v, f in self._wheels(project) if not (v.is_prerelease or v.is_devrelease)]
+        if not wheels:
+            raise SourceError(f"no {platform_name()} wheel of {project} on {redact(self.index)}")
+        version, f = max(wheels, key=lambda m: m[0])
+        return self._artifact(project, version, f, subdir)
 
     def _requirements_for(self, item: str, by_extra, rel: Release, offered) -> list[Requirement]:
         """Requirements for a `--with` name: a generic component, an extra, or a wheel name."""
@@ -569,8 +591,8 @@ class PypiSource:
                 if canonicalize_name(req.name) == want:
                     return [req]
         raise UnknownComponent(
-            f"component {item!r} is not offered by {META_PACKAGE} {rel}: allowed are {', '.join(offered)} "
-            "or their nvidia-* wheel names"
+            f"component {item!r} is not offered by {META_PACKAGE} {rel}: allowed are {', '.join(offered)}, "
+            f"{', '.join(COMPANIONS)}, or their nvidia-* wheel names"
         )
 
     # -- after extraction -------------------------------------------------
