@@ -28,6 +28,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .versions import major_minor, number_key
+
 GCC_MAJORS = range(1, 41)
 MINORS = range(0, 10)
 MSVC_VERSIONS = range(1900, 1960)
@@ -162,8 +164,7 @@ def evaluate_header(header: bytes, cpp: str = "cpp") -> dict:
     return rules
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version))
+version_key = number_key  # a compiler version sorts as any other dotted number
 
 
 def accepts(rule: dict, family: str, version: str) -> bool:
@@ -172,7 +173,7 @@ def accepts(rule: dict, family: str, version: str) -> bool:
     if isinstance(a, bool):
         return a
     if family == "xlc":
-        return ".".join(version.split(".")[:2]) in a
+        return major_minor(version) in a
     lo, hi = a
     v = version_key(version)[:2]
     if lo is not None and v < version_key(str(lo))[:2]:
