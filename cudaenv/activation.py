@@ -11,12 +11,16 @@ The same variables everywhere (shims, `exec`, `env`, the shell hook):
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-from pathlib import Path
 
 from . import settings
+
+TYPE_CHECKING = False  # typing itself costs milliseconds to import; type checkers read this as theirs
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# This module is on every start of a bound venv's Python (cudaenv/venvstart.py),
+# so it imports only os and settings at the top; the renderers import their own.
 
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # systemd's own default PATH for services (systemd.exec(5), "Environment variables
@@ -34,14 +38,15 @@ def _without_first(entries: list[str], value: str) -> list[str]:
     return entries
 
 
-def toolkit_env(root: Path, env=None) -> dict[str, str]:
+def toolkit_env(root: Path | str, env=None) -> dict[str, str]:
     """The variables to set (name -> value) for toolkit `root` on top of `env`."""
     env = os.environ if env is None else env
-    r = str(root)
+    r = os.fspath(root)
     binp = os.path.join(r, "bin")
     out = {k: r for k in ROOT_VARS}
     out["CUDACXX"] = os.path.join(binp, "nvcc")
-    path = [p for p in env.get("PATH", "").split(":") if p != ""]
+    # No PATH at all means the default search path (execvp's), which stays after the toolkit's bin.
+    path = [p for p in env.get("PATH", os.defpath).split(":") if p != ""]
     path = _without_first(path, settings.get("CUDAENV_PATH_ENTRY", env))
     # A toolkit already on PATH (the system one, found there) moves to the front
     # rather than appearing twice.
@@ -86,6 +91,8 @@ def _dotenv_quote(value: str) -> str:
 
 
 def render(variables: dict[str, str], fmt: str) -> str:
+    import shlex
+
     if fmt == "sh":
         return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in variables.items())
     if fmt == "fish":
@@ -103,5 +110,7 @@ def render(variables: dict[str, str], fmt: str) -> str:
     if fmt == "dotenv":
         return "".join(f'{k}="{_dotenv_quote(v)}"\n' for k, v in variables.items())
     if fmt == "json":
+        import json
+
         return json.dumps(variables, indent=2) + "\n"
     raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")

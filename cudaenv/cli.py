@@ -34,6 +34,7 @@ COMMANDS = {
     "mirror": "cudaenv.commands.mirror:mirror",
     "modulefiles": "cudaenv.commands.modules:modulefiles",
     "export": "cudaenv.commands.export:export",
+    "venv": "cudaenv.commands.venv:venv",
     "rehash": "cudaenv.commands.shell:rehash",
     "init": "cudaenv.commands.shell:init",
     "version-name": "cudaenv.commands.names:version_name",

@@ -11,7 +11,10 @@ CUDAENV_VERSION through it): it imports only os.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # collections.abc and typing cost a bound venv's start-up (cudaenv/venvstart.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class Setting:
@@ -97,6 +100,8 @@ _TABLE = (
             "activation, discover, diagnostics, hooks"),
     Setting("CUDAENV_LD_ENTRY", "", "Set by the hook and `cudaenv exec`: the LD_LIBRARY_PATH entry they "
             "added.", "activation, hooks"),
+    Setting("CUDAENV_BOUND_VENV", "", "Set by a bound venv's Python at start-up (`cudaenv venv bind`): the "
+            "venv; cudaenv run from that process selects from the bound project.", "venvstart, selection"),
     Setting("CUDAENV_VERSION_OLD", "", "Set by `cudaenv shell`: the value `cudaenv shell -` goes back to.",
             "shell"),
 )
