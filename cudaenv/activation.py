@@ -9,7 +9,7 @@ The same variables everywhere (shims, `exec`, `env`, the shell hook):
   CUDAENV_LD_ENTRY), because changing it under a running program surprises.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
 
 import os
 
@@ -38,7 +38,7 @@ def _without_first(entries: list[str], value: str) -> list[str]:
     return entries
 
 
-def toolkit_env(root: Path | str, env=None) -> dict[str, str]:
+def toolkit_env(root: "Path | str", env=None) -> dict[str, str]:
     """The variables to set (name -> value) for toolkit `root` on top of `env`."""
     env = os.environ if env is None else env
     r = os.fspath(root)
@@ -62,7 +62,7 @@ def toolkit_env(root: Path | str, env=None) -> dict[str, str]:
     return out
 
 
-def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, str]:
+def service_env(root: "Path", inherit_path: bool = False, env=None) -> dict[str, str]:
     """The variables for a service or IDE: no CUDAENV_*_ENTRY bookkeeping, and unless
     `inherit_path`, PATH is the toolkit's bin followed by the standard system PATH."""
     variables = toolkit_env(root, env)
@@ -73,7 +73,7 @@ def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, s
     return variables
 
 
-def applied(root: Path, env=None) -> dict[str, str]:
+def applied(root: "Path", env=None) -> dict[str, str]:
     """A full environment: `env` with the toolkit's variables applied."""
     env = dict(os.environ if env is None else env)
     env.update(toolkit_env(root, env))

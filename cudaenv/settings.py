@@ -8,7 +8,7 @@ This module is on the fast path (`cudaenv which` reads CUDAENV_ROOT and
 CUDAENV_VERSION through it): it imports only os.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
 
 import os
 
@@ -108,22 +108,22 @@ _TABLE = (
 SETTINGS: dict[str, Setting] = {s.name: s for s in _TABLE}
 
 
-def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+def _env(env: "Mapping[str, str] | None") -> "Mapping[str, str]":
     return os.environ if env is None else env
 
 
-def value(name: str, env: Mapping[str, str] | None = None) -> str | None:
+def value(name: str, env: "Mapping[str, str] | None" = None) -> str | None:
     """The variable as set (possibly empty), or None when it is not set."""
     SETTINGS[name]  # a name missing from the table is a bug, caught by every test that reads it
     return _env(env).get(name)
 
 
-def get(name: str, env: Mapping[str, str] | None = None) -> str:
+def get(name: str, env: "Mapping[str, str] | None" = None) -> str:
     """The variable as set (possibly empty), else its default from the table."""
     return _env(env).get(name, SETTINGS[name].default)
 
 
-def number(name: str, env: Mapping[str, str] | None = None) -> float:
+def number(name: str, env: "Mapping[str, str] | None" = None) -> float:
     """A numeric setting; a value that is not a number falls back to the default."""
     try:
         return float(get(name, env))
@@ -131,7 +131,7 @@ def number(name: str, env: Mapping[str, str] | None = None) -> float:
         return float(SETTINGS[name].default)
 
 
-def flag(name: str, env: Mapping[str, str] | None = None) -> bool:
+def flag(name: str, env: "Mapping[str, str] | None" = None) -> bool:
     """A yes/no setting: 1, yes or true (any case) is yes."""
     return get(name, env).strip().lower() in ("1", "yes", "true")
 

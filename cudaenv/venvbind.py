@@ -48,18 +48,18 @@ def _start():
     added = PACKAGE not in sys.path
     try:
         pkg = os.path.join(PACKAGE, "cudaenv")
-        if not os.path.isfile(os.path.join(pkg, "venvstart.py")):
-            raise RuntimeError("cudaenv is no longer installed at " + PACKAGE + "; bind again with the cudaenv "
-                               "you use now, or delete " + {pth_path!r})
         # cudaenv's code runs in this interpreter: only if nobody but its owner
         # (root, this user, or the owner of this venv) can change it.
-        mine = (0, os.geteuid(), os.stat(__file__).st_uid)
-        for path in (pkg, os.path.join(pkg, "__pycache__"), os.path.join(pkg, "venvstart.py")):
+        for path in (pkg, os.path.join(pkg, "venvstart.py"), os.path.join(pkg, "__pycache__")):
             try:
                 st = os.stat(path)
             except FileNotFoundError:
-                continue
-            if st.st_mode & 0o022 or st.st_uid not in mine:
+                if path.endswith("__pycache__"):
+                    continue
+                raise RuntimeError("cudaenv is no longer installed at " + PACKAGE + "; bind again with the "
+                                   "cudaenv you use now, or delete " + {pth_path!r}) from None
+            if st.st_mode & 0o022 or (st.st_uid not in (0, os.geteuid())
+                                      and st.st_uid != os.stat(__file__).st_uid):
                 raise RuntimeError(path + " may be written by others than its owner, or belongs to another user")
         if added:
             sys.path.insert(0, PACKAGE)

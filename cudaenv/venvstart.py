@@ -19,7 +19,7 @@ activation (which imports only os and settings): it is on every start of the
 venv's interpreter, where the budget is 1 ms (docs/performance.md).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
 
 import os
 
