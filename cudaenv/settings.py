@@ -95,6 +95,9 @@ _TABLE = (
             "nothing selects one (tests).", "machine"),
     Setting("CUDAENV_LIBCUDA_DIRS", "", "Replaces the system directories the doctor searches for "
             "libcuda.so, colon-separated (tests).", "diagnostics"),
+    Setting("CUDAENV_LOADER_DIRS", "", "Replaces the directories of /etc/ld.so.conf (and the loader's "
+            "defaults) where the doctor replays the dynamic loader's search, colon-separated (tests).",
+            "libsearch"),
     # -- state cudaenv itself keeps in the environment; not for users to set
     Setting("CUDAENV_PATH_ENTRY", "", "Set by the hook and `cudaenv exec`: the PATH entry they added.",
             "activation, discover, diagnostics, hooks"),

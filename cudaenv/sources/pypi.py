@@ -597,6 +597,7 @@ class PypiSource:
         if lib.is_dir():
             add_versioned_names(lib, {a.component: a.version for a in plan.artifacts})
             add_dev_symlinks(lib)
+            link_nvvm_lib64(root)
         # CMake's FindCUDAToolkit and some Makefiles look under targets/<arch>-linux.
         targets = root / "targets" / _targets_dir_name()
         if not os.path.lexists(root / "targets"):
@@ -625,6 +626,19 @@ def add_versioned_names(lib: Path, versions: dict[str, str]) -> list[str]:
         os.symlink(full, lib / entry.name)
         made.append(full)
     return made
+
+
+def link_nvvm_lib64(root: Path) -> list[str]:
+    """nvvm/lib64/libnvvm.so* -> ../../lib/..., where NVIDIA's redist trees keep libnvvm and
+    cuda-pathfinder looks for it under CUDA_PATH (the wheel puts it in lib/ only)."""
+    nvvm = root / "nvvm" / "lib64"
+    names = sorted(n for n in os.listdir(root / "lib") if n.startswith("libnvvm.so"))
+    if not names or os.path.lexists(nvvm):
+        return []
+    nvvm.mkdir(parents=True)
+    for n in names:
+        os.symlink(f"../../lib/{n}", nvvm / n)
+    return names
 
 
 def add_dev_symlinks(lib: Path) -> list[str]:
