@@ -126,6 +126,35 @@ def pathfinder_find(name: str, env=None, site_packages=()) -> tuple[str | None, 
     return None, "not found"
 
 
+def pathfinder_nvcc(env=None, site_packages=()) -> tuple[str | None, str]:
+    """(path, step) of the nvcc cuda-pathfinder's find_nvidia_binary_utility("nvcc") returns
+    (cupy compiles with it): wheels, $CONDA_PREFIX/bin, CUDA_PATH or CUDA_HOME, then the root of
+    the libcudart the loader finds. PATH is never looked at."""
+    env = os.environ if env is None else env
+    for site in site_packages:
+        for rel in ("nvidia/cu13/bin", "nvidia/cuda_nvcc/bin"):
+            path = os.path.join(site, rel, "nvcc")
+            if os.path.isfile(path):
+                return path, "site-packages"
+    roots = [(env.get("CONDA_PREFIX"), "conda"), (env.get("CUDA_PATH") or env.get("CUDA_HOME"), "CUDA_PATH")]
+    cudart = dlopen_path(libraries()["pathfinder"]["cudart"]["sonames"], env)
+    if cudart:
+        roots.append((os.path.dirname(os.path.dirname(os.path.realpath(cudart))), "system-ctk-root"))
+    for root, step in roots:
+        if root and os.path.isfile(os.path.join(root, "bin", "nvcc")):
+            return os.path.join(root, "bin", "nvcc"), step
+    return None, "not found"
+
+
+def meson_root(env=None) -> tuple[str, str]:
+    """(root, variable) meson's dependency('cuda') takes headers and libraries from."""
+    env = os.environ if env is None else env
+    for var in libraries()["consumers"]["meson"]["root"]:
+        if not var.startswith("/") and env.get(var):
+            return env[var], var
+    return libraries()["consumers"]["meson"]["root"][-1], "default"
+
+
 def inside(path: str, root: str) -> bool:
     """Does `path` lie in toolkit `root` (links resolved: lib64 -> lib, versions/13.0 -> 13.0.2)?"""
     real, top = os.path.realpath(path), os.path.realpath(root)

@@ -134,3 +134,26 @@ def test_which_toolkit_each_library_comes_from_per_mode(pathfinder, selected):
         assert exec_mode["via"] == "CUDA_PATH" and libsearch.inside(exec_mode["path"], str(selected))
     bare = ask(pathfinder, m["shims only"], "nvrtc")["nvrtc"]
     assert bare["path"] is None or not libsearch.inside(bare["path"], str(selected))
+
+
+def test_pathfinder_finds_libnvvm_of_a_pypi_toolkit_under_cuda_path(tmp_path):
+    """The nvvm wheel puts libnvvm.so.4 in lib/; cuda-pathfinder looks under CUDA_PATH's nvvm/lib64 only."""
+    from cudaenv.sources.pypi import add_dev_symlinks, link_nvvm_lib64
+
+    root = tmp_path / "13.0.2"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "libnvvm.so.4").write_bytes(b"\x7fELF nvvm")
+    env = {"CUDA_PATH": str(root), "CUDAENV_LOADER_DIRS": ""}
+    assert libsearch.pathfinder_find("nvvm", env) == (None, "not found")
+    add_dev_symlinks(root / "lib")
+    assert link_nvvm_lib64(root) == ["libnvvm.so", "libnvvm.so.4"]
+    assert libsearch.pathfinder_find("nvvm", env) == (str(root / "nvvm" / "lib64" / "libnvvm.so.4"), "CUDA_PATH")
+    assert link_nvvm_lib64(root) == []  # idempotent
+
+
+@pytest.mark.network
+def test_the_library_data_is_what_gen_data_reads_from_pathfinders_wheel():
+    repo = Path(__file__).resolve().parent.parent
+    p = subprocess.run([sys.executable, str(repo / "scripts" / "gen_data.py"), "library-consumers", "--check",
+                        "--pathfinder", str(_download(PATHFINDER))], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
