@@ -491,6 +491,27 @@ def libcuda_stub(ctx: Context) -> Findings:
                       "\"ld: cannot find -lcuda\". NVIDIA's redist toolkits ship the stub.", fix)
 
 
+def venv_binding(ctx: Context) -> Findings:
+    """A target Python bound with `cudaenv venv bind` applies its project's toolkit at every start,
+    whatever this shell has: say which, and whether it can be applied."""
+    from . import venvbind
+
+    py = ctx.probe.python
+    if not py:
+        return
+    prefix = os.path.dirname(os.path.dirname(py.executable))
+    if not os.path.exists(os.path.join(prefix, "cudaenv-binding.cfg")):
+        return
+    _, project, resolved, problem = venvbind.show(prefix, ctx.env)
+    if resolved is not None:
+        yield ctx.finding("venv-binding", "ok", f"{prefix} is bound to {project}: every start of its Python applies "
+                          f"{resolved.release} at {resolved.root} ({resolved.selection.origin})")
+        return
+    hint = problem.rsplit("run: ", 1)[1] if problem and "run: " in problem else None
+    yield ctx.finding("venv-binding", "warn", f"{prefix} is bound to {project or 'a project'}, but its toolkit is "
+                      "not applied", f"{problem}; its Python starts without it and warns on stderr.", hint)
+
+
 def _library_users(ctx: Context) -> dict[str, dict]:
     """The library consumers (consumers.json "libraries") the target Python has, by name."""
     from . import libsearch
@@ -685,6 +706,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("consumer-answers", consumer_answers),
     ("toolkit-headers", toolkit_headers),
     ("libcuda-stub", libcuda_stub),
+    ("venv-binding", venv_binding),
     ("libraries", library_consumers),
     ("ld-shadow", ld_shadow),
     ("driver-gpu", driver_gpu),

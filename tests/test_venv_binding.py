@@ -279,3 +279,16 @@ def test_a_bound_venv_builds_an_extension_with_the_real_toolkit(tmp_path):
     assert home == str(real) and code == "0", out.stdout + out.stderr
     assert f"{real}/bin/nvcc -I{real}/include" in log  # ninja ran the bound nvcc
     assert (tmp_path / "home/.cache/torch_extensions/py_cu/ext/ext.cuda.o").stat().st_size > 0
+
+
+def test_doctor_names_the_binding_of_the_target_python(world):
+    bind(world)
+    env = dict(world["env"], CUDAENV_LIVE="never")
+    p = cudaenv(env, "doctor", "--python", str(world["python"]), cwd=world["tmp"])
+    assert (f"[ok]    venv-binding: {world['venv']} is bound to {world['proj']}: every start of its Python applies "
+            f"13.0.2 at {world['13.0']} (set by {world['proj']}/.cuda-version, bound to the venv {world['venv']})"
+            ) in p.stdout, p.stdout
+    shutil.rmtree(world["13.0"])
+    p = cudaenv(env, "doctor", "--python", str(world["python"]), cwd=world["tmp"])
+    assert f"[warn]  venv-binding: {world['venv']} is bound to {world['proj']}, but its toolkit is not applied" in p.stdout
+    assert "fix: cudaenv install 13.0" in p.stdout
