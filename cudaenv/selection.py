@@ -25,7 +25,7 @@ import stat
 import sys
 from pathlib import Path
 
-from . import store, venvstart
+from . import settings, store
 from .versionfile import (  # the error model and the reader are selection's API too
     VERSION_FILE, TOOL_VERSIONS, ENV_VAR, ENV_INVALID, FOREIGN, ORIGIN_ENV, ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_BOUND,
     INSTALL_HINT, NOT_INSTALLED, NO_SYSTEM, SelectionError, InvalidSelection, NotInstalled,  # noqa: F401
@@ -136,6 +136,8 @@ def bound_project(venv: str) -> str | None:
     gone, untrusted or malformed (a marker outliving `cudaenv venv unbind` is ignored)."""
     if not os.path.isabs(venv):
         return None
+    from . import venvstart  # only in a bound process: `cudaenv which` does not pay for it
+
     try:
         project = venvstart.read_record(venvstart.record_path(venv)).get("project")
     except (OSError, ValueError):
@@ -153,7 +155,7 @@ def select(cwd: Path | None = None, env=None) -> Selection:
             return Selection(parse_spec(text), ENV_VAR)
         except InvalidVersion:
             raise InvalidSelection(f"{ENV_INVALID.format(shown=describe(text))}; allowed are {ALLOWED}") from None
-    venv = env.get(venvstart.MARKER, "")
+    venv = settings.value("CUDAENV_BOUND_VENV", env) or ""
     project = bound_project(venv) if venv else None
     if project is not None:
         found_sel = select_files(Path(project), env)

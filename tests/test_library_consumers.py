@@ -157,3 +157,53 @@ def test_the_library_data_is_what_gen_data_reads_from_pathfinders_wheel():
     p = subprocess.run([sys.executable, str(repo / "scripts" / "gen_data.py"), "library-consumers", "--check",
                         "--pathfinder", str(_download(PATHFINDER))], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+NUMBA_CUDA = ("numba-cuda==0.30.4", PATHFINDER)
+NUMBA_ASK = """
+import json
+from numba.cuda.cuda_paths import get_cuda_paths
+try:
+    d = get_cuda_paths()
+    print(json.dumps({k: {"via": str(d[k].by), "path": str(d[k].info)} for k in ("nvvm", "nvrtc", "libdevice")}))
+except Exception as e:
+    print(json.dumps({"error": str(e).splitlines()[0]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def numba_python():
+    """A venv with numba-cuda and cuda-pathfinder from PyPI (kept beside the wheel cache: ~3 minutes to make)."""
+    venv = WHEEL_CACHE / "venv-numba-cuda-0.30.4"
+    python = venv / "bin" / "python"
+    if not (venv / ".complete").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *NUMBA_CUDA], check=True, timeout=1800)
+        (venv / ".complete").write_text("")
+    return python
+
+
+@pytest.mark.network
+def test_numba_cuda_takes_its_libraries_where_the_doctor_says(numba_python, selected):
+    """numba-cuda (through cuda-pathfinder): with the hook's or exec's variables, libnvrtc and
+    libdevice come from the selection but libnvvm from a toolkit the loader's configuration
+    names, as the doctor's lib-nvvm says; with CUDAENV_LD_LIBRARY_PATH=1 all three come from
+    the selection; with shims only it fails without libnvrtc, as consumers.json's symptom says."""
+    m = modes(selected)
+
+    def numba(env):
+        p = subprocess.run([str(numba_python), "-c", NUMBA_ASK], env=env, capture_output=True, text=True, cwd="/")
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    exec_mode = numba(m["hook, exec, venv binding"])
+    for lib in ("nvrtc", "libdevice"):
+        assert libsearch.inside(exec_mode[lib]["path"], str(selected)), exec_mode
+    model, via = libsearch.pathfinder_find("nvvm", m["hook, exec, venv binding"])
+    assert os.path.realpath(exec_mode["nvvm"]["path"]) == os.path.realpath(model)
+    assert exec_mode["nvvm"]["via"] == via
+    full = numba(m["... with CUDAENV_LD_LIBRARY_PATH=1"])
+    assert all(libsearch.inside(full[lib]["path"], str(selected)) for lib in ("nvvm", "nvrtc", "libdevice")), full
+    if libsearch.pathfinder_find("nvrtc", m["shims only"])[0] is None:
+        symptom = libsearch.libraries()["consumers"]["numba-cuda"]["symptom"]
+        assert numba(m["shims only"])["error"].startswith(symptom)
