@@ -252,6 +252,32 @@ STAND_IN = (
 )
 
 
+# A stand-in for FlashInfer 0.7.4's JIT: jit/cpp_ext.get_cuda_path (CUDA_HOME, CUDA_PATH,
+# nvcc on PATH, /usr/local/cuda), then `ninja -C` in its cache, linking -lcuda against the
+# toolkit's stub as FlashInfer does (when the toolkit ships one).
+FLASHINFER_STAND_IN = (
+    "import os, shutil, subprocess\n"
+    "home = os.environ.get('CUDA_HOME') or os.environ.get('CUDA_PATH')\n"
+    "if not home:\n"
+    "    nvcc = shutil.which('nvcc')\n"
+    "    home = os.path.dirname(os.path.dirname(nvcc)) if nvcc else '/usr/local/cuda'\n"
+    "build = os.path.expanduser('~/.cache/flashinfer/0.7.4/90/cached_ops/norm')\n"
+    "os.makedirs(build, exist_ok=True)\n"
+    "open(os.path.join(build, 'norm.cu'), 'w').write('#include <cuda.h>\\n'\n"
+    "    'extern \"C\" int driver_version() { int v = 0; cuDriverGetVersion(&v); return v; }\\n'\n"
+    "    '__global__ void scale(float *x) { x[threadIdx.x] *= 0.5f; }\\n')\n"
+    "stubs = next((os.path.join(home, d, 'stubs') for d in ('lib64', 'lib')\n"
+    "              if os.path.exists(os.path.join(home, d, 'stubs', 'libcuda.so'))), None)\n"
+    "link = f' -L{stubs} -lcuda' if stubs else ''\n"
+    "open(os.path.join(build, 'build.ninja'), 'w').write(\n"
+    "    f'cuda_home = {home}\\nnvcc = $cuda_home/bin/nvcc\\n'\n"
+    "    f'rule link\\n  command = $nvcc -I$cuda_home/include -arch=sm_90 -shared -Xcompiler -fPIC $in -o $out{link}\\n'\n"
+    "    'build norm.so: link norm.cu\\n')\n"
+    "r = subprocess.run(['ninja', '-v', '-C', build], capture_output=True, text=True)\n"
+    "print(home)\nprint(r.returncode)\nprint(r.stdout + r.stderr)\n"
+)
+
+
 def test_a_bound_venv_builds_an_extension_with_the_real_toolkit(tmp_path):
     """The real NVIDIA nvcc, found by torch's own lookup in a process the venv's Python
     started from another directory, compiling in the extension cache with ninja."""
@@ -279,6 +305,15 @@ def test_a_bound_venv_builds_an_extension_with_the_real_toolkit(tmp_path):
     assert home == str(real) and code == "0", out.stdout + out.stderr
     assert f"{real}/bin/nvcc -I{real}/include" in log  # ninja ran the bound nvcc
     assert (tmp_path / "home/.cache/torch_extensions/py_cu/ext/ext.cuda.o").stat().st_size > 0
+    # FlashInfer's lookup and `ninja -C` in its cache, from a child of a child.
+    out = start(python, service_env(root), "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                f"{FLASHINFER_STAND_IN!r}], check=True)", cwd=tmp_path)
+    home, code, log = out.stdout.split("\n", 2)
+    assert home == str(real) and code == "0", out.stdout + out.stderr
+    assert f"{real}/bin/nvcc -I{real}/include" in log
+    assert (tmp_path / "home/.cache/flashinfer/0.7.4/90/cached_ops/norm/norm.so").stat().st_size > 0
+    if any((real / d / "stubs" / "libcuda.so").exists() for d in ("lib64", "lib")):
+        assert "/stubs -lcuda" in log  # linked against the bound toolkit's own stub
 
 
 def test_doctor_names_the_binding_of_the_target_python(world):
