@@ -7,6 +7,9 @@ Builds the store of bench/stub_store.py, a fresh venv in the project, binds it
 `.venv/bin/python -c pass` started from / with the standard system PATH:
 
   unbound   the binding's .pth renamed away (the same venv, the same files)
+  empty     instead of it, a .pth importing an empty module beside it: what any
+            .pth import line costs (site reads one more file, the first import
+            from site-packages makes its finder)
   bound     the cached answer is valid: the fast path (cudaenv/venvstart.py)
   stale     the project's .cuda-version touched before each run: the slow path
             reselects and rewrites the cache
@@ -41,6 +44,10 @@ def main(runs: int) -> None:
     python = str(proj / ".venv" / "bin" / "python")
     pth = next((proj / ".venv" / "lib").glob("python3*/site-packages/cudaenv-binding.pth"))
     off = pth.with_suffix(".off")
+    empty = pth.with_name("zz-empty.pth")
+    (pth.parent / "_zz_empty.py").write_text("")
+    subprocess.run([python, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import _zz_empty", str(pth.parent)],
+                   check=True)  # its bytecode, as the stub's
     service = {"PATH": SYSTEM_PATH, "HOME": str(work)}
 
     def once() -> tuple[float, float]:
@@ -52,18 +59,22 @@ def main(runs: int) -> None:
         assert status == 0
         return time.perf_counter() - t, usage.ru_utime + usage.ru_stime
 
-    wall: dict[str, list[float]] = {"unbound": [], "bound": [], "stale": []}
-    cpu: dict[str, list[float]] = {"unbound": [], "bound": [], "stale": []}
+    names = ("unbound", "empty", "bound", "stale")
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
     os.chdir("/")
     for i in range(runs + 5):
         pth.rename(off)
         a = once()
+        empty.write_text("import _zz_empty\n")
+        e = once()
+        empty.unlink()
         off.rename(pth)
         b = once()
         os.utime(proj / ".cuda-version")  # a new ctime: the cached answer is stale
         c = once()
         if i >= 5:  # warm-up
-            for name, (w, u) in zip(wall, (a, b, c)):
+            for name, (w, u) in zip(names, (a, e, b, c)):
                 wall[name].append(w)
                 cpu[name].append(u)
     check = subprocess.run([python, "-c", "import os; print(os.environ['CUDA_HOME'])"], env=service,

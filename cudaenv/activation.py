@@ -28,6 +28,10 @@ ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # interactive PATH of whoever ran `cudaenv env` (venvs, duplicates, home dirs).
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 FORMATS = ("sh", "fish", "systemd", "dotenv", "json")
+# All that toolkit_env reads of the environment (besides the toolkit root): a bound
+# venv's start-up replays its answer for the same root and the same values of these
+# (cudaenv/venvstart.py); tests/test_venv_binding.py holds toolkit_env to this list.
+INPUTS = ("PATH", "CUDAENV_PATH_ENTRY", "CUDAENV_LD_LIBRARY_PATH", "LD_LIBRARY_PATH", "CUDAENV_LD_ENTRY")
 
 
 def _without_first(entries: list[str], value: str) -> list[str]:

@@ -173,34 +173,24 @@ def _stamps(project: str, sel: selection.Selection, env) -> list[str]:
     return stamps
 
 
-def _record_text(values: dict[str, str], stamps: list[str] | None) -> str:
-    lines = [venvstart.FORMAT,
-             "# Written by `cudaenv venv bind`; `cudaenv venv unbind` removes it. root and stamp are a cache."]
-    lines += [f"{k}={v}" for k, v in values.items()]
-    lines += [f"stamp={s}" for s in stamps or ()]
-    return "\n".join(lines) + "\n"
-
-
 def start_slow(record_path: str) -> None:
-    """The start-up when the cached answer is stale: select for the project, apply,
-    and refresh the cache when this user owns the record. Raises with the reason."""
+    """The start-up when the cached answer is stale: select for the project, refresh the
+    cache when this user owns the record, and apply. Raises with the reason."""
     try:
         record = venvstart.read_record(record_path)
     except (OSError, ValueError) as e:
         raise BindError(f"cannot read the binding record: {e}") from None
-    values = dict(record.values)
-    resolved, stamps = _answer(values.get("project", ""), values.get("store", ""), os.environ)
+    resolved, stamps = _answer(record.get("project"), record.get("store"), os.environ)
     root = str(resolved.root)
-    venvstart.apply(root, os.path.dirname(record_path), values.get("store", ""))
-    if stamps is None or (values.get("root") == root and record.stamps == stamps):
-        return
-    try:
-        if os.stat(record_path).st_uid != os.geteuid():
-            return  # another user's venv: theirs to rewrite
-        values["root"] = root
-        store.write_atomic(Path(record_path), _record_text(values, stamps))
-    except OSError:
-        pass  # a read-only venv: every start takes this path, and still applies the right toolkit
+    if stamps is not None and (record.get("root") != root or record.stamps != stamps):
+        record.values["root"], record.stamps = root, stamps
+        venvstart.keep_answers_for(record, root)
+        try:
+            if os.stat(record_path).st_uid == os.geteuid():  # another user's venv: theirs to rewrite
+                venvstart.write_record(record_path, record)
+        except OSError:
+            pass  # a read-only venv: every start takes this path, and still applies the right toolkit
+    venvstart.apply(root, record_path, record)
 
 
 class Binding:
@@ -240,7 +230,7 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
     values = {"project": str(proj), "store": store_root, "site": site, "root": str(resolved.root) if stamps else ""}
     try:
         # The record and the stub before the .pth: a start in between sees no binding, never half of one.
-        store.write_atomic(Path(record), _record_text(values, stamps))
+        venvstart.write_record(record, venvstart.Record(values, stamps or []))
         store.write_atomic(stub, STUB.format(record=record, package=package, prefix=prefix,
                                              pth=venvstart.PTH_NAME, pth_path=str(pth)))
         store.write_atomic(pth, f"import {venvstart.STUB_MODULE}\n")

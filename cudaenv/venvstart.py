@@ -11,19 +11,20 @@
 
 start() applies the cached toolkit when every stamp (the version file, the
 directories the selection walked, the alias entry) is unchanged: a few stat
-calls and the toolkit's variables from cudaenv.activation, the one place they
-are defined. Anything else (a stamp changed, CUDAENV_VERSION set, the record
-unreadable) returns False and the stub calls venvbind.start_slow, which runs
-the real selection and rewrites the cache. This module imports only os and
-activation (which imports only os and settings): it is on every start of the
-venv's interpreter, where the budget is 1 ms (docs/performance.md).
+calls, then the toolkit's variables. Those are cudaenv.activation's, the one
+place they are defined: the record keeps what activation.toolkit_env answered
+for this root and these values of activation.INPUTS (PATH and the like), and
+replays that answer when they are the same again; any other values ask
+activation itself and add its answer. Anything else (a stamp changed,
+CUDAENV_VERSION set, the record unreadable) returns False and the stub calls
+venvbind.start_slow, which runs the real selection and rewrites the cache.
+This module imports only os (stat, already loaded): it is on every start of
+the venv's interpreter, where the budget is 1 ms (docs/performance.md).
 """
 
 # No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
 
 import os
-
-from . import activation
 
 RECORD_NAME = "cudaenv-binding.cfg"
 PTH_NAME = "cudaenv-binding.pth"
@@ -31,15 +32,19 @@ STUB_MODULE = "_cudaenv_binding"
 MARKER = "CUDAENV_BOUND_VENV"  # set in the bound Python's environment: the venv it is bound through
 FORMAT = "cudaenv-binding 1"
 RECORD_LIMIT = 64 * 1024
+MEMO_LIMIT = 8  # answers of activation kept per record (a unit, an IDE, a terminal...)
+_UNSET = "\0"  # an input that is not set: no environment value holds a NUL
+_FIELD, _ANSWER = "\x1f", "\x1e"
 
 
 class Record:
     """A binding record: key -> value, and the stamps of the cached answer."""
 
-    __slots__ = ("values", "stamps")
+    __slots__ = ("values", "stamps", "memo")
 
-    def __init__(self, values: dict[str, str], stamps: list[str]):
+    def __init__(self, values: dict[str, str], stamps: list[str], memo: "dict[str, dict[str, str]] | None" = None):
         self.values, self.stamps = values, stamps
+        self.memo = {} if memo is None else memo  # inputs key -> activation.toolkit_env's answer
 
     def get(self, key: str) -> str:
         return self.values.get(key, "")
@@ -86,15 +91,51 @@ def read_record(path: str) -> Record:
         raise ValueError(f"{path}: not a cudaenv binding record (its first line is not {FORMAT!r})")
     values: dict[str, str] = {}
     stamps: list[str] = []
+    memo: dict[str, dict[str, str]] = {}
     for line in lines[1:]:
         key, sep, value = line.partition("=")
         if not sep or line.startswith("#"):
             continue
         if key == "stamp":
             stamps.append(value)
+        elif key == "applied":
+            inputs, _, answer = value.partition(_ANSWER)
+            memo[inputs] = dict(pair.split("=", 1) for pair in answer.split(_FIELD) if "=" in pair)
         else:
             values[key] = value
-    return Record(values, stamps)
+    return Record(values, stamps, memo)
+
+
+def keep_answers_for(record: Record, root: str) -> None:
+    """Drop the answers activation gave for other toolkit roots than `root`."""
+    record.memo = {k: v for k, v in record.memo.items() if k.split(_FIELD, 1)[0] == root}
+
+
+def record_text(record: Record) -> str:
+    """The record as its file holds it (what read_record reads back)."""
+    lines = [FORMAT, "# Written by `cudaenv venv bind`; `cudaenv venv unbind` removes it. "
+             "root, stamp and applied are a cache."]
+    lines += [f"{k}={v}" for k, v in record.values.items()]
+    lines += [f"stamp={s}" for s in record.stamps]
+    for inputs, answer in list(record.memo.items())[-MEMO_LIMIT:]:
+        lines.append(f"applied={inputs}{_ANSWER}" + _FIELD.join(f"{k}={v}" for k, v in answer.items()))
+    return "\n".join(lines) + "\n"
+
+
+def write_record(path: str, record: Record) -> None:
+    """Replace the record atomically (a start reading it never sees half), mode 0644."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(record_text(record))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def stamp(path: str) -> str:
@@ -117,12 +158,37 @@ def _unchanged(stamps: list[str]) -> bool:
     return True
 
 
-def apply(root: str, prefix: str, store: str) -> None:
+def _variables(root: str, path: str, record: Record) -> dict[str, str]:
+    """activation.toolkit_env(root) for this environment: replayed from the record when it
+    answered for the same root and inputs before, else asked (and kept, if the record is ours)."""
+    inputs = record.get("inputs").split(",") if record.get("inputs") else []
+    key = _FIELD.join([root] + [os.environ.get(n, _UNSET) for n in inputs])
+    if inputs and key in record.memo:
+        return record.memo[key]
+    from . import activation
+
+    answer = activation.toolkit_env(root)
+    if ",".join(activation.INPUTS) != record.get("inputs"):
+        record.values["inputs"] = ",".join(activation.INPUTS)
+        record.memo.clear()
+    parts = [root] + [os.environ.get(n, _UNSET) for n in activation.INPUTS]
+    if not any(c in text for text in (*parts, *answer, *answer.values()) for c in ("\n", "\r", _FIELD, _ANSWER)):
+        record.memo.pop(_FIELD.join(parts), None)
+        record.memo[_FIELD.join(parts)] = answer
+        try:
+            if os.stat(path).st_uid == os.geteuid():
+                write_record(path, record)
+        except OSError:
+            pass  # a read-only venv: activation is asked at every start, which is only slower
+    return answer
+
+
+def apply(root: str, path: str, record: Record) -> None:
     """Apply toolkit `root` to this process, so it and every child it starts use it.
     A child that runs cudaenv (a unit has no CUDAENV_ROOT) finds the same store."""
-    os.environ.update(activation.toolkit_env(root))
-    os.environ[MARKER] = prefix
-    os.environ.setdefault("CUDAENV_ROOT", store)
+    os.environ.update(_variables(root, path, record))
+    os.environ[MARKER] = os.path.dirname(path)
+    os.environ.setdefault("CUDAENV_ROOT", record.get("store"))
 
 
 def start(path: str) -> bool:
@@ -139,5 +205,5 @@ def start(path: str) -> bool:
         return False
     if not os.path.isdir(os.path.join(root, "bin")):
         return False
-    apply(root, os.path.dirname(path), record.get("store"))
+    apply(root, path, record)
     return True

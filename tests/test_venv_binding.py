@@ -99,7 +99,9 @@ def test_the_environment_is_activations_own(world):
     bind(world)
     outside = dict(service_env(world["root"]), CUDAENV_ROOT=str(world["root"]),
                    CUDAENV_PATH_ENTRY="/old/cuda/bin", PATH=f"/old/cuda/bin:{SYSTEM_PATH}")
+    asked = start(world["python"], outside, "import json, os; print(json.dumps(dict(os.environ)))").stdout
     got = start(world["python"], outside, "import json, os; print(json.dumps(dict(os.environ)))").stdout
+    assert got == asked  # the second start replays what activation answered for the first
     via_exec = subprocess.run([sys.executable, "-m", "cudaenv", "exec", "--", "env", "-0"],
                               env=dict(outside, PYTHONPATH=str(REPO)), cwd=world["proj"],
                               capture_output=True, text=True, check=True).stdout
@@ -139,15 +141,53 @@ def test_the_binding_follows_the_projects_version_file(world):
     assert seen(world["python"], dict(env, CUDAENV_VERSION="13.0"))["CUDA_HOME"] == str(world["13.0"])
 
 
+def imported_at_start(python: Path, env: dict) -> set[str]:
+    p = subprocess.run([str(python), "-X", "importtime", "-c", "pass"], env=env, cwd="/", capture_output=True,
+                       text=True)
+    return {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines()}
+
+
 def test_an_unchanged_selection_takes_the_fast_path(world):
-    """The cached answer: no selection code is imported when nothing it read changed."""
+    """The cached answer: no selection code is imported when nothing it read changed, and
+    activation's answer for the same inputs is replayed rather than asked again."""
     bind(world)
     env = service_env(world["root"])
-    p = subprocess.run([str(world["python"]), "-X", "importtime", "-c", "pass"], env=env, cwd="/",
-                       capture_output=True, text=True)
-    imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines()}
-    assert {"_cudaenv_binding", "cudaenv.venvstart", "cudaenv.activation", "cudaenv.settings"} <= imported
-    assert not imported & {"cudaenv.selection", "cudaenv.venvbind", "cudaenv.store", "json", "typing", "re"}
+    imported = imported_at_start(world["python"], env)
+    assert {"_cudaenv_binding", "cudaenv.venvstart"} <= imported
+    assert not imported & {"cudaenv.activation", "cudaenv.settings", "cudaenv.selection", "cudaenv.venvbind",
+                           "cudaenv.store", "json", "typing", "re", "__future__"}
+    # Another PATH (another caller): activation answers once, then that answer is replayed too.
+    other = dict(env, PATH=f"/opt/tools/bin:{SYSTEM_PATH}")
+    assert "cudaenv.activation" in imported_at_start(world["python"], other)
+    assert "cudaenv.activation" not in imported_at_start(world["python"], other)
+    assert seen(world["python"], other)["PATH"] == f"{world['13.0']}/bin:/opt/tools/bin:{SYSTEM_PATH}"
+
+
+def test_activation_reads_only_its_declared_inputs():
+    """The replayed answers are keyed by activation.INPUTS: toolkit_env may read nothing else."""
+    from cudaenv import activation
+
+    class Recording(dict):
+        def __init__(self, *a):
+            super().__init__(*a)
+            self.read = set()
+
+        def get(self, key, default=None):
+            self.read.add(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key):
+            self.read.add(key)
+            return super().__getitem__(key)
+
+        def __contains__(self, key):
+            self.read.add(key)
+            return super().__contains__(key)
+
+    for extra in ({}, {"CUDAENV_LD_LIBRARY_PATH": "1", "LD_LIBRARY_PATH": "/x", "CUDAENV_LD_ENTRY": "/y"}):
+        env = Recording({"PATH": "/bin", "CUDAENV_PATH_ENTRY": "/old/bin", "HOME": "/h", **extra})
+        activation.toolkit_env("/tk", env)
+        assert env.read <= set(activation.INPUTS), env.read - set(activation.INPUTS)
 
 
 def test_unbind_is_one_command_and_leaves_nothing(world):
