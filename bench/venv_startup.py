@@ -21,6 +21,7 @@ them alike; the medians and the bound-minus-unbound difference are printed.
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,13 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 def main(runs: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="venv-startup-"))
+    try:
+        measure(work, runs)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(work: Path, runs: int) -> None:
     subprocess.run([sys.executable, str(REPO / "bench" / "stub_store.py"), str(work), "13.0\n"], check=True)
     proj = work / "proj"
     env = {"PATH": SYSTEM_PATH, "HOME": str(work), "CUDAENV_ROOT": str(work / "root"), "CUDAENV_SYSTEM_SEARCH": "",
