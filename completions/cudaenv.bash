@@ -31,7 +31,7 @@ _cudaenv_comp_selected() {
 
 _cudaenv() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands="version root versions local global shell prefix which exec env install uninstall cache resolve doctor mirror modulefiles export config rehash init version-name version-origin version-file whence latest help commands completions"
+    local commands="version root versions local global shell prefix which exec env install uninstall cache resolve doctor mirror modulefiles export venv config rehash init version-name version-origin version-file whence latest help commands completions"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return

@@ -35,7 +35,7 @@ function __cudaenv_comp_options
     command cudaenv completions $cmd 2>/dev/null | string match -- '--*'
 end
 
-set -l __cudaenv_cmds version root versions local global shell prefix which exec env install uninstall cache resolve doctor mirror modulefiles export config rehash init version-name version-origin version-file whence latest help commands completions
+set -l __cudaenv_cmds version root versions local global shell prefix which exec env install uninstall cache resolve doctor mirror modulefiles export venv config rehash init version-name version-origin version-file whence latest help commands completions
 complete -c cudaenv -f
 complete -c cudaenv -n "not __fish_seen_subcommand_from $__cudaenv_cmds" -a "$__cudaenv_cmds"
 complete -c cudaenv -n "__fish_seen_subcommand_from local global prefix uninstall install resolve shell latest" -a "(__cudaenv_comp_versions)"

@@ -15,7 +15,8 @@ for what they hold (machine, resolver, diagnostics), never after an API
 function, so `cudaenv.resolve` is always the function.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here, nor in the modules a bound venv's
+# start-up imports (cudaenv/venvstart.py): importing __future__ is part of that cost.
 
 __version__ = "0.1.0"
 

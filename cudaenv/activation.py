@@ -12,15 +12,18 @@ The same variables everywhere (shims, `exec`, `env`, the shell hook):
   user named none (user_choice); remembered in CUDAENV_CCBIN.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
 
-import json
 import os
-import re
-from pathlib import Path
 
-from . import quoting, settings
-from .errors import CudaenvError
+from . import settings
+
+TYPE_CHECKING = False  # typing itself costs milliseconds to import; type checkers read this as theirs
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# This module is on every start of a bound venv's Python (cudaenv/venvstart.py),
+# so it imports only os and settings at the top; the renderers import their own.
 
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
 # systemd's own default PATH for services (systemd.exec(5), "Environment variables
@@ -35,16 +38,21 @@ HOST_COMPILER_VARS = ("NVCC_CCBIN", "CUDAHOSTCXX")
 # NVCC_CCBIN, torch's cpp_extension CC (its -ccbin) and CXX (its host compiles).
 USER_COMPILER_VARS = ("CUDAHOSTCXX", "NVCC_CCBIN", "CXX", "CC")
 NVCC_FLAG_VARS = ("NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS")
-_CCBIN_FLAG = re.compile(r"(?:^|\s)(?:-ccbin|--compiler-bindir)(?:[=\s]+(\S+))?")
+_CCBIN_FLAG = r"(?:^|\s)(?:-ccbin|--compiler-bindir)(?:[=\s]+(\S+))?"
 
 
-def user_compiler(env) -> tuple[str, str] | None:
+def user_compiler(env) -> "tuple[str, str] | None":
     """(where, compiler) when the user named a host compiler, else None. A value cudaenv
     set itself (equal to CUDAENV_CCBIN) is not the user's. The shell's twin is
     _cudaenv_host_compiler in select.sh (tests/test_hostcc.py runs both on one table)."""
     ours = settings.get("CUDAENV_CCBIN", env)
     for var in NVCC_FLAG_VARS:
-        m = _CCBIN_FLAG.search(env.get(var, ""))
+        flags = env.get(var, "")
+        if "-ccbin" not in flags and "--compiler-bindir" not in flags:
+            continue  # re only where a flag is there: this runs at every bound venv's start
+        import re
+
+        m = re.search(_CCBIN_FLAG, flags)
         if m:
             return var, m.group(1) or ""
     for var in USER_COMPILER_VARS:
@@ -54,9 +62,10 @@ def user_compiler(env) -> tuple[str, str] | None:
     return None
 
 
-def chosen_compiler(root: Path, env) -> str | None:
+def chosen_compiler(root: "Path | str", env) -> "str | None":
     """The host compiler rehash stored for toolkit `root` (hostcc.write_choices), or None."""
     from . import store
+    from .errors import CudaenvError
 
     try:
         table = store.read_json_object(store.host_compiler_dir(env) / ".by-root.json") or {}
@@ -66,14 +75,14 @@ def chosen_compiler(root: Path, env) -> str | None:
     return value if isinstance(value, str) and os.path.isabs(value) else None
 
 
-def host_compiler_env(root: Path, env) -> dict[str, str]:
+def host_compiler_env(root: "Path | str", env) -> "dict[str, str]":
     if user_compiler(env) is not None:
         return {}
     cc = chosen_compiler(root, env)
     return {"NVCC_CCBIN": cc, "CUDAHOSTCXX": cc, "CUDAENV_CCBIN": cc} if cc else {}
 
 
-def without_ours(env) -> dict[str, str]:
+def without_ours(env) -> "dict[str, str]":
     """`env` without the host compiler a previous activation set (CUDAENV_CCBIN)."""
     env = dict(env)
     ours = env.pop("CUDAENV_CCBIN", "")
@@ -81,6 +90,13 @@ def without_ours(env) -> dict[str, str]:
         if ours and env.get(var) == ours:
             del env[var]
     return env
+# All that toolkit_env reads of the environment (besides the toolkit root): a bound
+# venv's start-up replays its answer for the same root and the same values of these
+# (cudaenv/venvstart.py); tests/test_venv_binding.py holds toolkit_env to this list.
+# The host compiler's inputs too (user_compiler); the compiler rehash chose is a file of the
+# store, which a rehash rewrites, so a bound venv's replay is as fresh as its alias stamps.
+INPUTS = ("PATH", "CUDAENV_PATH_ENTRY", "CUDAENV_LD_LIBRARY_PATH", "LD_LIBRARY_PATH", "CUDAENV_LD_ENTRY",
+          "CUDAENV_CCBIN", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CUDAHOSTCXX", "NVCC_CCBIN", "CXX", "CC")
 
 
 def _without_first(entries: list[str], value: str) -> list[str]:
@@ -91,14 +107,15 @@ def _without_first(entries: list[str], value: str) -> list[str]:
     return entries
 
 
-def toolkit_env(root: Path, env=None) -> dict[str, str]:
+def toolkit_env(root: "Path | str", env=None) -> dict[str, str]:
     """The variables to set (name -> value) for toolkit `root` on top of `env`."""
     env = os.environ if env is None else env
-    r = str(root)
+    r = os.fspath(root)
     binp = os.path.join(r, "bin")
     out = {k: r for k in ROOT_VARS}
     out["CUDACXX"] = os.path.join(binp, "nvcc")
-    path = [p for p in env.get("PATH", "").split(":") if p != ""]
+    # No PATH at all means the default search path (execvp's), which stays after the toolkit's bin.
+    path = [p for p in env.get("PATH", os.defpath).split(":") if p != ""]
     path = _without_first(path, settings.get("CUDAENV_PATH_ENTRY", env))
     # A toolkit already on PATH (the system one, found there) moves to the front
     # rather than appearing twice.
@@ -115,7 +132,7 @@ def toolkit_env(root: Path, env=None) -> dict[str, str]:
     return out
 
 
-def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, str]:
+def service_env(root: "Path", inherit_path: bool = False, env=None) -> dict[str, str]:
     """The variables for a service or IDE: no CUDAENV_*_ENTRY bookkeeping, and unless
     `inherit_path`, PATH is the toolkit's bin followed by the standard system PATH."""
     variables = toolkit_env(root, env)
@@ -127,7 +144,7 @@ def service_env(root: Path, inherit_path: bool = False, env=None) -> dict[str, s
     return variables
 
 
-def applied(root: Path, env=None) -> dict[str, str]:
+def applied(root: "Path", env=None) -> dict[str, str]:
     """A full environment: `env` with the toolkit's variables applied."""
     env = without_ours(os.environ if env is None else env)
     env.update(toolkit_env(root, env))
@@ -135,6 +152,9 @@ def applied(root: Path, env=None) -> dict[str, str]:
 
 
 def render(variables: dict[str, str], fmt: str) -> str:
+
+    from . import quoting
+
     if fmt == "sh":
         return "".join(f"export {k}={quoting.sh(v)}\n" for k, v in variables.items())
     if fmt == "fish":
@@ -153,5 +173,7 @@ def render(variables: dict[str, str], fmt: str) -> str:
         # Unquoted: `docker run --env-file` keeps quotes as part of the value.
         return "".join(quoting.dotenv(k, v) + "\n" for k, v in variables.items())
     if fmt == "json":
+        import json
+
         return json.dumps(variables, indent=2) + "\n"
     raise ValueError(f"unknown format {fmt!r}; allowed: {', '.join(FORMATS)}")

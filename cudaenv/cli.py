@@ -36,6 +36,7 @@ COMMANDS = {
     "mirror": "cudaenv.commands.mirror:mirror",
     "modulefiles": "cudaenv.commands.modules:modulefiles",
     "export": "cudaenv.commands.export:export",
+    "venv": "cudaenv.commands.venv:venv",
     "config": "cudaenv.commands.config:config",
     "rehash": "cudaenv.commands.shell:rehash",
     "init": "cudaenv.commands.shell:init",

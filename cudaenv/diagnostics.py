@@ -592,6 +592,134 @@ def libcuda_stub(ctx: Context) -> Findings:
                       "\"ld: cannot find -lcuda\". NVIDIA's redist toolkits ship the stub.", fix)
 
 
+def venv_binding(ctx: Context) -> Findings:
+    """A target Python bound with `cudaenv venv bind` applies its project's toolkit at every start,
+    whatever this shell has: say which, and whether it can be applied."""
+    from . import venvbind
+
+    py = ctx.probe.python
+    if not py:
+        return
+    prefix = os.path.dirname(os.path.dirname(py.executable))
+    if not os.path.exists(os.path.join(prefix, "cudaenv-binding.cfg")):
+        return
+    _, project, resolved, problem = venvbind.show(prefix, ctx.env)
+    if resolved is not None:
+        yield ctx.finding("venv-binding", "ok", f"{prefix} is bound to {project}: every start of its Python applies "
+                          f"{resolved.release} at {resolved.root} ({resolved.selection.origin})")
+        return
+    hint = problem.rsplit("run: ", 1)[1] if problem and "run: " in problem else None
+    yield ctx.finding("venv-binding", "warn", f"{prefix} is bound to {project or 'a project'}, but its toolkit is "
+                      "not applied", f"{problem}; its Python starts without it and warns on stderr.", hint)
+
+
+def _library_users(ctx: Context) -> dict[str, dict]:
+    """The library consumers (consumers.json "libraries") the target Python has, by name."""
+    from . import libsearch
+    from .machine import WATCHED
+
+    py = ctx.probe.python
+    if not py:
+        return {}
+    table = libsearch.libraries()["consumers"]
+    return {name: c for name, c in table.items()
+            if any(py.version(WATCHED.get(d, d)) for d in c["distributions"])}
+
+
+def _apply_fix(ld: bool = False) -> str:
+    """Apply the selection to this shell now, as the hook and `cudaenv exec` do."""
+    if ld:
+        return 'export CUDAENV_LD_LIBRARY_PATH=1 && eval "$(cudaenv env)"'
+    return 'eval "$(cudaenv env)"'
+
+
+def library_consumers(ctx: Context) -> Findings:
+    """cuda-pathfinder (numba-cuda's and cupy's loader) takes each library from wheels, conda,
+    the dynamic loader, and only then CUDA_PATH; cupy takes nvcc from it; meson's headers follow
+    CUDA_PATH. Where does each come from here, and is that the selected toolkit?"""
+    from . import libsearch
+
+    users = _library_users(ctx)
+    root = ctx.selected_root
+    if not users or not root:
+        return
+    py = ctx.probe.python
+    sites = py.site_packages if py else []
+    rel = major_minor(ctx.selected_release) if ctx.selected_release and ctx.selected_release != "unknown" else None
+    libs = sorted({lib for c in users.values() for lib in c["loads"]})
+    for lib in libs:
+        who = " and ".join(n for n, c in users.items() if lib in c["loads"])
+        path, step = libsearch.pathfinder_find(lib, ctx.env, sites)
+        needed = [n for n, c in users.items() if lib in c.get("requires", ())]
+        if path is None:
+            if needed:
+                symptom = users[needed[0]].get("symptom", "")
+                fix = f"cudaenv install {rel} --with {lib}" if rel and ctx.is_managed(root) else None
+                yield ctx.finding(f"lib-{lib}", "error", f"{' and '.join(needed)} needs lib{lib} and none is found",
+                                  f"the selected toolkit {root} has no lib{lib} (the minimal profile leaves it out), "
+                                  f"and no wheel, conda or loader directory provides it; it fails with {symptom}.", fix)
+            continue
+        if step == "site-packages":
+            yield ctx.finding(f"lib-{lib}", "ok", f"{who} load {path} from the Python environment's NVIDIA wheel "
+                              "(cuda-pathfinder prefers wheels over any toolkit)")
+        elif libsearch.inside(path, root):
+            yield ctx.finding(f"lib-{lib}", "ok", f"{who} load lib{lib} from the selected toolkit ({path}, {step})")
+        else:
+            ld = step == "system-search" and not any(libsearch.inside(d, root) for d in libsearch.ld_library_path(ctx.env))
+            why = {"system-search": "the dynamic loader finds it first (LD_LIBRARY_PATH or /etc/ld.so.conf), "
+                                    "before cuda-pathfinder looks at CUDA_PATH",
+                   "conda": "cuda-pathfinder takes $CONDA_PREFIX before CUDA_PATH",
+                   "CUDA_PATH": "CUDA_PATH (or CUDA_HOME) names another toolkit",
+                   "system-ctk-root": "cuda-pathfinder falls back to the toolkit of the libcudart the loader finds"}[step]
+            extra = ""
+            if ld and sites:
+                lib_dir = os.path.join(root, "lib64") if os.path.isdir(os.path.join(root, "lib64")) else os.path.join(root, "lib")
+                shadow = libsearch.shadowed_by_ld_path(sites, {"LD_LIBRARY_PATH": lib_dir})
+                if shadow:
+                    extra = (f" Putting {lib_dir} on LD_LIBRARY_PATH also puts it before torch's own "
+                             f"{', '.join(s for s, _, _ in shadow[:3])} ({os.path.dirname(shadow[0][2])}).")
+            yield ctx.finding(f"lib-{lib}", "warn", f"{who} load {path}, not lib{lib} of the selected toolkit {root}",
+                              f"{why}, so one build mixes two toolkits (e.g. libnvvm of one, libdevice and "
+                              f"libnvrtc of another).{extra}",
+                              _apply_fix(ld=True) if step in ("system-search", "system-ctk-root") else _apply_fix())
+    if "cupy" in users:
+        nvcc, step = libsearch.pathfinder_nvcc(ctx.env, sites)
+        if nvcc and not libsearch.inside(nvcc, root) and step != "site-packages":
+            yield ctx.finding("cupy-nvcc", "warn", f"cupy compiles with {nvcc} ({step}), not the selected toolkit's",
+                              "cupy takes nvcc from cuda-pathfinder (wheels, conda, CUDA_PATH, then the toolkit of "
+                              "the libcudart the loader finds), never from PATH, so shims do not reach it.",
+                              _apply_fix())
+    if "meson" in users:
+        mroot, var = libsearch.meson_root(ctx.env)
+        if os.path.isdir(mroot) and not libsearch.inside(mroot, root):
+            yield ctx.finding("meson-cuda", "warn", f"meson's dependency('cuda') takes headers and libraries from "
+                              f"{mroot} ({var}), while nvcc is the selected toolkit's",
+                              "meson mixes the two (e.g. `macro \"__cudaLaunch\" requires 2 arguments`) unless "
+                              "CUDA_PATH names the toolkit nvcc comes from.", _apply_fix())
+
+
+def ld_shadow(ctx: Context) -> Findings:
+    """LD_LIBRARY_PATH comes before the RUNPATH with which torch's libraries find their own
+    nvidia/*/lib: a toolkit's lib64 there replaces torch's bundled CUDA libraries."""
+    from . import libsearch
+
+    py = ctx.probe.python
+    if not py or not py.version("torch"):
+        return
+    shadow = libsearch.shadowed_by_ld_path(py.site_packages, ctx.env)
+    if not shadow:
+        return
+    dirs = sorted({os.path.dirname(p) for _, p, _ in shadow})
+    keep = [d for d in libsearch.ld_library_path(ctx.env) if d not in dirs]
+    fix = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
+    if ctx.env.get("CUDAENV_LD_LIBRARY_PATH") == "1":
+        fix = f"export CUDAENV_LD_LIBRARY_PATH=0 && {fix}"
+    names = ", ".join(s for s, _, _ in shadow[:3]) + (f" and {len(shadow) - 3} more" if len(shadow) > 3 else "")
+    yield ctx.finding("ld-shadow", "warn", f"LD_LIBRARY_PATH ({', '.join(dirs)}) shadows torch's own {names}",
+                      f"the dynamic loader takes {shadow[0][1]} before torch's {shadow[0][2]}, so torch runs with "
+                      "another build of its CUDA libraries than it was built and tested with.", fix)
+
+
 def driver_gpu(ctx: Context) -> Findings:
     """A driver older than the branch that introduced a GPU does not see it."""
     d = ctx.probe.driver
@@ -681,6 +809,9 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("host-compiler", host_compiler),
     ("companions", companions),
     ("libcuda-stub", libcuda_stub),
+    ("venv-binding", venv_binding),
+    ("libraries", library_consumers),
+    ("ld-shadow", ld_shadow),
     ("driver-gpu", driver_gpu),
     ("driver-torch", driver_torch),
     ("driver", driver_toolkit),

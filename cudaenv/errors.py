@@ -56,6 +56,7 @@ COMMAND_EXIT_CODES: dict[str, tuple[int, ...]] = {
     "modulefiles": (0, 1),
     "export": (0, 1),
     "config": (0, 1),
+    "venv": (0, 1, 127),
     "rehash": (0, 1),
     "init": (0, 1),
     "completions": (0, 1),

@@ -3,6 +3,11 @@
 Precedence: CUDAENV_VERSION, then the nearest .cuda-version walking up from the
 current directory to /, then $CUDAENV_ROOT/version, then `system`.
 
+In a process started from a bound venv's Python (`cudaenv venv bind`, which
+sets CUDAENV_BOUND_VENV), the walk starts at the bound project instead of the
+current directory, so `cudaenv version` there names the toolkit the process
+was given and says it came from the binding.
+
 What a version file may hold and how one is read is cudaenv/versionfile.py.
 A .cuda-version or .tool-versions in a world-writable sticky directory (such
 as /tmp) that belongs to another user who is not root is ignored with a
@@ -20,9 +25,9 @@ import stat
 import sys
 from pathlib import Path
 
-from . import store
+from . import settings, store
 from .versionfile import (  # the error model and the reader are selection's API too
-    VERSION_FILE, TOOL_VERSIONS, ENV_VAR, ENV_INVALID, FOREIGN, ORIGIN_ENV, ORIGIN_DEFAULT, ORIGIN_FILE,
+    VERSION_FILE, TOOL_VERSIONS, ENV_VAR, ENV_INVALID, FOREIGN, ORIGIN_ENV, ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_BOUND,
     INSTALL_HINT, NOT_INSTALLED, NO_SYSTEM, SelectionError, InvalidSelection, NotInstalled,  # noqa: F401
     tool_versions_cuda, read_bytes, read_version_file,
 )
@@ -31,12 +36,13 @@ from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 class Selection:
     # A plain class, not a dataclass: this is on `cudaenv which`'s start-up path.
-    __slots__ = ("spec", "source", "line")
+    __slots__ = ("spec", "source", "line", "venv")
 
-    def __init__(self, spec: Spec, source: str, line: int | None = None):
+    def __init__(self, spec: Spec, source: str, line: int | None = None, venv: str | None = None):
         self.spec = spec
         self.source = source  # "CUDAENV_VERSION", a version file's path, or "default"
         self.line = line
+        self.venv = venv  # the bound venv whose project this selection was read from, if any
 
     def __repr__(self):
         return f"Selection({self.spec.text!r}, {self.source!r}, {self.line})"
@@ -46,11 +52,16 @@ class Selection:
         if self.source == ENV_VAR:
             return ORIGIN_ENV
         if self.source == "default":
-            return ORIGIN_DEFAULT
-        return ORIGIN_FILE.format(source=self.source)
+            base = ORIGIN_DEFAULT
+        else:
+            base = ORIGIN_FILE.format(source=self.source)
+        return f"{base}, {ORIGIN_BOUND.format(venv=self.venv)}" if self.venv else base
 
     def to_json(self) -> dict:
-        return {"version": self.spec.text, "source": self.source, "line": self.line}
+        out = {"version": self.spec.text, "source": self.source, "line": self.line}
+        if self.venv:
+            out["venv"] = self.venv
+        return out
 
 
 def current_dir(env=None) -> Path:
@@ -120,6 +131,20 @@ def find_version_file(start: Path) -> Path | None:
         d = d.parent
 
 
+def bound_project(venv: str) -> str | None:
+    """The project the venv `venv` is bound to, or None when its binding record is
+    gone, untrusted or malformed (a marker outliving `cudaenv venv unbind` is ignored)."""
+    if not os.path.isabs(venv):
+        return None
+    from . import venvstart  # only in a bound process: `cudaenv which` does not pay for it
+
+    try:
+        project = venvstart.read_record(venvstart.record_path(venv)).get("project")
+    except (OSError, ValueError):
+        return None
+    return project if os.path.isabs(project) else None
+
+
 def select(cwd: Path | None = None, env=None) -> Selection:
     """The selection in effect for `cwd` under `env`, by the precedence above."""
     env = os.environ if env is None else env
@@ -130,7 +155,20 @@ def select(cwd: Path | None = None, env=None) -> Selection:
             return Selection(parse_spec(text), ENV_VAR)
         except InvalidVersion:
             raise InvalidSelection(f"{ENV_INVALID.format(shown=describe(text))}; allowed are {ALLOWED}") from None
-    found = find_version_file(cwd or current_dir(env))
+    venv = settings.value("CUDAENV_BOUND_VENV", env) or ""
+    project = bound_project(venv) if venv else None
+    if project is not None:
+        found_sel = select_files(Path(project), env)
+        found_sel.venv = venv
+        return found_sel
+    return select_files(cwd or current_dir(env), env)
+
+
+def select_files(start: Path, env=None) -> Selection:
+    """The selection the version files make for directory `start`: the nearest
+    one walking up, then the global one, then `system` (CUDAENV_VERSION aside)."""
+    env = os.environ if env is None else env
+    found = find_version_file(start)
     if found:
         spec, line = read_version_file(found)
         return Selection(spec, str(found), line)

@@ -18,10 +18,13 @@ CUDAENV_VERSION through it): it imports only os, and reads a file only for a
 setting the fast path never asks for.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # collections.abc and typing cost a bound venv's start-up (cudaenv/venvstart.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class Setting:
@@ -125,11 +128,16 @@ _TABLE = (
             "nothing selects one (tests).", "machine"),
     Setting("CUDAENV_LIBCUDA_DIRS", "", "Replaces the system directories the doctor searches for "
             "libcuda.so, colon-separated (tests).", "diagnostics"),
+    Setting("CUDAENV_LOADER_DIRS", "", "Replaces the directories of /etc/ld.so.conf (and the loader's "
+            "defaults) where the doctor replays the dynamic loader's search, colon-separated (tests).",
+            "libsearch"),
     # -- state cudaenv itself keeps in the environment; not for users to set
     Setting("CUDAENV_PATH_ENTRY", "", "Set by the hook and `cudaenv exec`: the PATH entry they added.",
             "activation, discover, diagnostics, hooks"),
     Setting("CUDAENV_LD_ENTRY", "", "Set by the hook and `cudaenv exec`: the LD_LIBRARY_PATH entry they "
             "added.", "activation, hooks"),
+    Setting("CUDAENV_BOUND_VENV", "", "Set by a bound venv's Python at start-up (`cudaenv venv bind`): the "
+            "venv; cudaenv run from that process selects from the bound project.", "venvstart, selection"),
     Setting("CUDAENV_VERSION_OLD", "", "Set by `cudaenv shell`: the value `cudaenv shell -` goes back to.",
             "shell"),
 )
@@ -144,11 +152,11 @@ ENVIRONMENT_ONLY = frozenset({
 BY_KEY: dict[str, Setting] = {s.key: s for s in _TABLE}
 
 
-def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+def _env(env: "Mapping[str, str] | None") -> "Mapping[str, str]":
     return os.environ if env is None else env
 
 
-def value(name: str, env: Mapping[str, str] | None = None) -> str | None:
+def value(name: str, env: "Mapping[str, str] | None" = None) -> str | None:
     """The setting as set (possibly empty), or None when neither the environment nor a file sets it."""
     setting = SETTINGS[name]  # a name missing from the table is a bug, caught by every test that reads it
     found = _env(env).get(name)
@@ -157,13 +165,13 @@ def value(name: str, env: Mapping[str, str] | None = None) -> str | None:
     return found
 
 
-def get(name: str, env: Mapping[str, str] | None = None) -> str:
+def get(name: str, env: "Mapping[str, str] | None" = None) -> str:
     """The setting as set (possibly empty), else its default from the table."""
     found = value(name, env)
     return SETTINGS[name].default if found is None else found
 
 
-def origin(name: str, env: Mapping[str, str] | None = None) -> str:
+def origin(name: str, env: "Mapping[str, str] | None" = None) -> str:
     """Where the setting's value comes from: `environment`, a file's path, or `default`."""
     if name in _env(env):
         return "environment"
@@ -175,7 +183,7 @@ def origin(name: str, env: Mapping[str, str] | None = None) -> str:
 _FILES: dict[str, tuple[str, str]] | None = None
 
 
-def config_files(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+def config_files(env: "Mapping[str, str] | None" = None) -> "list[tuple[str, str]]":
     """(scope, path) of the configuration files, lowest precedence first."""
     env = _env(env)
     home = env.get("HOME") or os.path.expanduser("~")
@@ -185,7 +193,7 @@ def config_files(env: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
             ("user", user)]
 
 
-def _from_files() -> dict[str, tuple[str, str]]:
+def _from_files() -> "dict[str, tuple[str, str]]":
     """name -> (value, path) from the configuration files, read once per process."""
     global _FILES
     if _FILES is None:
@@ -195,7 +203,7 @@ def _from_files() -> dict[str, tuple[str, str]]:
     return _FILES
 
 
-def number(name: str, env: Mapping[str, str] | None = None) -> float:
+def number(name: str, env: "Mapping[str, str] | None" = None) -> float:
     """A numeric setting; a value that is not a number falls back to the default."""
     try:
         return float(get(name, env))
@@ -203,7 +211,7 @@ def number(name: str, env: Mapping[str, str] | None = None) -> float:
         return float(SETTINGS[name].default)
 
 
-def flag(name: str, env: Mapping[str, str] | None = None) -> bool:
+def flag(name: str, env: "Mapping[str, str] | None" = None) -> bool:
     """A yes/no setting: 1, yes or true (any case) is yes."""
     return get(name, env).strip().lower() in ("1", "yes", "true")
 

@@ -62,6 +62,7 @@ FOREIGN = ("cudaenv: warning: ignoring {path}: it belongs to another user (uid {
 ORIGIN_ENV = f"set by {ENV_VAR}"
 ORIGIN_DEFAULT = "default: no .cuda-version or global version file"
 ORIGIN_FILE = "set by {source}"
+ORIGIN_BOUND = "bound to the venv {venv}"
 INSTALL_HINT = "cudaenv install {spec}"
 NOT_INSTALLED = "version '{spec}' ({origin}) is not installed; run: " + INSTALL_HINT
 NO_SYSTEM = ("no system CUDA toolkit found ({origin}); "

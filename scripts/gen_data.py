@@ -23,6 +23,12 @@
         a real wheel: assumed equal to" another follows the same variant of the previous
         release (or the next lower variant of its CUDA major). Others are kept by hand.
 
+    gen_data.py library-consumers [--check] [--pathfinder WHEEL]
+        consumers.json's "libraries": how cuda-pathfinder looks for libnvrtc, libnvvm
+        and libcudart (sonames, wheel directories, toolkit-relative directories), read
+        from descriptor_catalog.py in its real wheel (downloaded from PyPI unless
+        given), with what numba-cuda, cupy and meson load through it or beside it.
+
 With --check nothing is written: differences are printed and the exit code is 1.
 Examples:
     python scripts/gen_data.py archs --check --release 12.8 --release 13.0
@@ -475,6 +481,109 @@ def torch_builds(args) -> int:
     return 0
 
 
+# -- library consumers ----------------------------------------------------------------
+
+PATHFINDER = ("cuda-pathfinder", "1.9.1")
+PATHFINDER_LIBS = ("nvrtc", "nvvm", "cudart")
+PATHFINDER_DEFAULT_ANCHORS = ["lib64", "lib"]  # DescriptorSpec's default anchor_rel_dirs_linux
+# What each consumer loads, from where, and what fixes it: facts from each project's
+# own code, with where they were read. cuda-pathfinder's own search order is its
+# load_nvidia_dynamic_lib docstring (steps 1-4; a lib already loaded wins first).
+LIBRARY_CONSUMERS = {
+    "cuda-pathfinder": {
+        "distributions": ["cuda-pathfinder"],
+        "loads": ["nvrtc", "nvvm", "cudart"],
+        "nvcc": "pathfinder",
+        "source": "cuda/pathfinder/_dynamic_libs/load_nvidia_dynamic_lib.py, search_steps.py (1.9.1)",
+    },
+    "numba-cuda": {
+        "distributions": ["numba-cuda"],
+        "loads": ["nvvm", "nvrtc"],
+        "requires": ["nvrtc"],
+        "symptom": 'Failure finding "libnvrtc.so.13 or libnvrtc.so.12"',
+        "source": "numba_cuda/numba/cuda/cudadrv/libs.py: cuda.pathfinder.load_nvidia_dynamic_lib",
+    },
+    "cupy": {
+        "distributions": ["cupy-cuda13x", "cupy-cuda12x", "cupy"],
+        "loads": ["nvrtc", "cudart"],
+        "nvcc": "pathfinder",
+        "source": "cupy/_environment.py: get_nvcc_path through cuda.pathfinder.find_nvidia_binary_utility",
+    },
+    "meson": {
+        "distributions": ["meson"],
+        "loads": [],
+        "nvcc": "PATH",
+        "root": ["CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "/usr/local/cuda"],
+        "source": "mesonbuild/dependencies/cuda.py: nvcc from the CUDA compiler (PATH), the toolkit root "
+                  "from CUDA_PATH, CUDA_HOME, CUDA_ROOT, else /usr/local/cuda",
+    },
+}
+
+
+def _literal(node):
+    import ast
+
+    return ast.literal_eval(node)
+
+
+def pathfinder_descriptors(text: str) -> dict[str, dict]:
+    """sonames, wheel dirs and toolkit-relative dirs of PATHFINDER_LIBS, from descriptor_catalog.py's
+    DescriptorSpec(...) calls (the arguments that are literals)."""
+    import ast
+
+    out: dict[str, dict] = {}
+    for node in ast.walk(ast.parse(text)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "DescriptorSpec"):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        name = _literal(kw["name"])
+        if name not in PATHFINDER_LIBS:
+            continue
+        anchors = kw.get("anchor_rel_dirs_linux")
+        out[name] = {"sonames": list(_literal(kw["linux_sonames"])),
+                     "site_packages": list(_literal(kw["site_packages_linux"])),
+                     "anchors": list(_literal(anchors)) if anchors is not None else PATHFINDER_DEFAULT_ANCHORS}
+    missing = set(PATHFINDER_LIBS) - set(out)
+    if missing:
+        raise SystemExit(f"descriptor_catalog.py has no DescriptorSpec for {sorted(missing)}")
+    return dict(sorted(out.items()))
+
+
+def _pathfinder_wheel(given: str | None, tmp: Path) -> Path:
+    if given:
+        return Path(given)
+    name, version = PATHFINDER
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"{name}=={version}", "-d", str(tmp)],
+                   check=True)
+    return next(tmp.glob("cuda_pathfinder-*.whl"))
+
+
+def library_consumers_data(wheel: Path) -> dict:
+    with zipfile.ZipFile(wheel) as z:
+        text = z.read("cuda/pathfinder/_dynamic_libs/descriptor_catalog.py").decode()
+    name, version = PATHFINDER
+    return {
+        "_source": f"{name} {version} ({wheel.name}): descriptor_catalog.py; the consumers' own code as each names",
+        "order": ["site-packages", "conda", "system-search", "CUDA_PATH"],
+        "pathfinder": pathfinder_descriptors(text),
+        "consumers": LIBRARY_CONSUMERS,
+    }
+
+
+def library_consumers(args) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = library_consumers_data(_pathfinder_wheel(args.pathfinder, Path(tmp)))
+    data = load("consumers.json")
+    if args.check:
+        if data.get("libraries") != fresh:
+            print("consumers.json's libraries differ from what gen_data.py library-consumers reads")
+            return 1
+        return 0
+    data["libraries"] = fresh
+    save("consumers.json", data)
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", dest="check_all",
@@ -492,13 +601,16 @@ def main(argv=None) -> int:
     a.add_argument("--local", action="append", help="a toolkit root on this machine")
     t = sub.add_parser("torch-builds", help="apply the torch wheel facts to torch_builds.json")
     t.add_argument("--check", action="store_true")
+    lc = sub.add_parser("library-consumers", help="cuda-pathfinder's search, read from its wheel")
+    lc.add_argument("--check", action="store_true")
+    lc.add_argument("--pathfinder", help="a cuda_pathfinder wheel (default: download the pinned one from PyPI)")
     args = p.parse_args(argv)
     if args.what is None:
         if not args.check_all:
             p.error("name a subcommand, or give --check to compare the data with PyPI")
         return pypi_check(args)
     return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check,
-            "torch-builds": torch_builds}[args.what](args)
+            "torch-builds": torch_builds, "library-consumers": library_consumers}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -215,6 +215,7 @@ class Machine:
         env["CUDAENV_PROC_DRIVER_VERSION"] = str(self.tmp / "proc-version")
         env["CUDAENV_CONSUMER_DEFAULT_ROOT"] = str(self.tmp / "no-usr-local-cuda")
         env["CUDAENV_LIBCUDA_DIRS"] = str(self.tmp / "no-driver-dev-link")
+        env["CUDAENV_LOADER_DIRS"] = str(self.tmp / "sys" / "ld.so.conf.d-dirs")  # not this machine's ld.so.conf
         env["SHELL"] = "/bin/bash"
         for var in ("VIRTUAL_ENV", "TRITON_PTXAS_PATH", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
                     "FLASHINFER_WORKSPACE_BASE", "CUDA_VISIBLE_DEVICES"):

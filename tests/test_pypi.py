@@ -481,6 +481,60 @@ def test_finalize_makes_a_discoverable_toolkit(local_index, tmp_path):
     assert os.readlink(root / "lib" / "libcudart.so") == "libcudart.so.13"
 
 
+# The file names of NVIDIA's nvidia-cuda-nvrtc 13.0.88 wheel (nvidia/cu13/lib/).
+NVRTC_WHEEL = ("nvidia-cuda-nvrtc", "13.0.88", "nvrtc", {
+    "include/nvrtc.h": b"/* nvrtc.h */\n",
+    "lib/libnvrtc.so.13": b"\x7fELF nvrtc\n",
+    "lib/libnvrtc.alt.so.13": b"\x7fELF nvrtc alt\n",
+    "lib/libnvrtc-builtins.so.13.0": b"\x7fELF builtins\n",
+    "lib/libnvrtc-builtins.alt.so.13.0": b"\x7fELF builtins alt\n",
+})
+
+
+def _pathfinder_nvrtc_version(lib: Path) -> list[str]:
+    """cuda-pathfinder 1.9.1's reading (load_dl_linux._preload_nvrtc_builtins) of a
+    libnvrtc found outside site-packages: major.minor from the real file's name."""
+    real = os.path.realpath(lib / "libnvrtc.so.13")
+    return os.path.basename(real).removeprefix("libnvrtc.so.").split(".")
+
+
+def test_libraries_carry_their_full_version_as_in_redist_trees(tmp_path):
+    """The wheels ship libnvrtc.so.13 alone, so cuda-pathfinder warned `Cannot determine
+    the NVRTC version from .../libnvrtc.so.13` and did not preload its builtins."""
+    from cudaenv import extract
+
+    wheels = tmp_path / "files"
+    wheels.mkdir()
+    index = Index(wheels)
+    try:
+        populate(index, wheels, COMPONENTS + [NVRTC_WHEEL])
+        src = PypiSource(index.url)
+        plan = src.plan("13.0.2", "minimal", {"nvrtc", "cublas"})
+        root = tmp_path / "staging" / "13.0.2"
+        root.mkdir(parents=True)
+        for art in plan.artifacts:
+            wheel = tmp_path / art.filename
+            wheel.write_bytes(urllib.request.urlopen(art.url, timeout=10).read())
+            extract.extract_artifact(wheel, art.kind, root, art.subdir)
+        src.finalize(root, plan)
+    finally:
+        index.close()
+    lib = root / "lib"
+    assert os.readlink(lib / "libnvrtc.so.13") == "libnvrtc.so.13.0.88"
+    assert (lib / "libnvrtc.so.13.0.88").read_bytes() == b"\x7fELF nvrtc\n"
+    assert os.readlink(lib / "libnvrtc.so") == "libnvrtc.so.13"
+    major, minor = _pathfinder_nvrtc_version(lib)[:2]
+    assert (lib / f"libnvrtc-builtins.so.{major}.{minor}").is_file()  # the sibling pathfinder preloads
+    # Every library its wheel numbers by the same major, as redist does; others keep their names.
+    assert os.readlink(lib / "libcudart.so.13") == "libcudart.so.13.0.96.1"
+    assert os.readlink(lib / "libcublasLt.so.13") == "libcublasLt.so.13.1.0.3"
+    for kept in ("libnvrtc.alt.so.13", "libnvrtc-builtins.so.13.0"):
+        assert (lib / kept).is_file() and not (lib / kept).is_symlink()
+    extract.verify_links(root)
+    src.finalize(root, plan)  # idempotent
+    assert os.readlink(lib / "libnvrtc.so.13") == "libnvrtc.so.13.0.88"
+
+
 def test_dev_symlinks_keep_existing_names_and_pick_the_newest(tmp_path):
     lib = tmp_path / "lib"
     lib.mkdir()

@@ -99,6 +99,28 @@ VERSION_JSON_KEY = {
 
 _SONAME_RE = re.compile(r"(lib[A-Za-z0-9_+-]+\.so)\.(\d+)\Z")
 
+# Library -> the wheel that ships it. NVIDIA's redist trees name each library's
+# file by its component's full version (libnvrtc.so.13.0.88, with libnvrtc.so.13
+# a link to it); the wheels ship only the soname. Readers that take the version
+# from the file's real name (cuda-pathfinder reads major.minor from
+# realpath(libnvrtc.so.13) to preload libnvrtc-builtins.so.13.0) need the former.
+LIBRARY_WHEEL = {
+    "libnvrtc": "nvidia-cuda-nvrtc",
+    "libcudart": "nvidia-cuda-runtime",
+    "libnvJitLink": "nvidia-nvjitlink",
+    "libcublas": "nvidia-cublas",
+    "libcublasLt": "nvidia-cublas",
+    "libcufft": "nvidia-cufft",
+    "libcufftw": "nvidia-cufft",
+    "libcurand": "nvidia-curand",
+    "libcusolver": "nvidia-cusolver",
+    "libcusolverMg": "nvidia-cusolver",
+    "libcusparse": "nvidia-cusparse",
+    "libnvfatbin": "nvidia-nvfatbin",
+    "libnvjpeg": "nvidia-nvjpeg",
+    "libcupti": "nvidia-cuda-cupti",
+}
+
 
 # -- which index --------------------------------------------------------------
 
@@ -606,7 +628,9 @@ class PypiSource:
         # Wheels ship only runtime sonames (libcudart.so.13); `-cudart shared`,
         # `-lcublas` and torch's `-lcudart` need the unversioned dev name.
         if lib.is_dir():
+            add_versioned_names(lib, {a.component: a.version for a in plan.artifacts})
             add_dev_symlinks(lib)
+            link_nvvm_lib64(root)
         # CMake's FindCUDAToolkit and some Makefiles look under targets/<arch>-linux.
         targets = root / "targets" / _targets_dir_name()
         if not os.path.lexists(root / "targets"):
@@ -629,6 +653,38 @@ def release_version(req: Requirement) -> Version | None:
             except InvalidVersion:
                 return None
     return None
+
+
+def add_versioned_names(lib: Path, versions: dict[str, str]) -> list[str]:
+    """libX.so.N (a regular file from a wheel) -> libX.so.<its wheel's version>, with
+    libX.so.N left as a link to it, as in NVIDIA's redist trees; the names made.
+    Only where the wheel's major is N (libnvvm.so.4 keeps its own numbering)."""
+    made = []
+    for entry in sorted(os.scandir(lib), key=lambda e: e.name):
+        m = _SONAME_RE.match(entry.name)
+        if not m or not entry.is_file(follow_symlinks=False):
+            continue
+        version = versions.get(LIBRARY_WHEEL.get(m.group(1)[: -len(".so")], ""), "")
+        if not re.fullmatch(rf"{m.group(2)}(\.\d+)+", version):
+            continue
+        full = f"{m.group(1)}.{version}"
+        os.rename(lib / entry.name, lib / full)
+        os.symlink(full, lib / entry.name)
+        made.append(full)
+    return made
+
+
+def link_nvvm_lib64(root: Path) -> list[str]:
+    """nvvm/lib64/libnvvm.so* -> ../../lib/..., where NVIDIA's redist trees keep libnvvm and
+    cuda-pathfinder looks for it under CUDA_PATH (the wheel puts it in lib/ only)."""
+    nvvm = root / "nvvm" / "lib64"
+    names = sorted(n for n in os.listdir(root / "lib") if n.startswith("libnvvm.so"))
+    if not names or os.path.lexists(nvvm):
+        return []
+    nvvm.mkdir(parents=True)
+    for n in names:
+        os.symlink(f"../../lib/{n}", nvvm / n)
+    return names
 
 
 def add_dev_symlinks(lib: Path) -> list[str]:

@@ -1,0 +1,116 @@
+"""The doctor knows the library consumers: cuda-pathfinder (and numba-cuda and cupy,
+which load through it) and meson, and LD_LIBRARY_PATH's shadowing of torch's own
+CUDA libraries. Each finding is reproduced on a fake machine (a real venv, stub
+toolkits, a directory standing for the loader's configuration), and its printed fix
+is applied in bash, after which the finding is gone.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from fakemachine import Machine
+
+
+def doctor(m: Machine, env: dict, prefix: str = "") -> subprocess.CompletedProcess:
+    """`cudaenv doctor` in bash, after `prefix` (a pasted fix) ran in the same shell."""
+    script = f"{prefix + ' && ' if prefix else ''}{sys.executable} -m cudaenv doctor --python {m.python}"
+    return subprocess.run(["bash", "-c", script], cwd=m.proj, env=env, capture_output=True, text=True)
+
+
+def fix_of(out: str, check: str) -> str:
+    lines = out.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.startswith("[") and f" {check}: " in line)
+    return next(line.split("fix: ", 1)[1] for line in lines[i:] if line.strip().startswith("fix: "))
+
+
+def numba_machine(tmp_path):
+    m = Machine(tmp_path, torch=None)
+    m.dist("numba_cuda", "0.20.0")  # dist-info names as wheels write them
+    m.dist("cuda_pathfinder", "1.9.1")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    # A system toolkit the loader's configuration names (/etc/ld.so.conf.d/cuda-13-0.conf).
+    sys_lib = tmp_path / "sys" / "ld.so.conf.d-dirs"
+    sys_lib.mkdir(parents=True)
+    (sys_lib / "libnvvm.so.4").write_bytes(b"\x7fELF system nvvm")
+    (tk / "nvvm" / "lib64").mkdir(parents=True)
+    (tk / "nvvm" / "lib64" / "libnvvm.so.4").write_bytes(b"\x7fELF selected nvvm")
+    (tk / "lib64" / "libnvvm.so.4").symlink_to("../nvvm/lib64/libnvvm.so.4")
+    return m, tk, sys_lib
+
+
+def test_numba_cuda_without_nvrtc_is_an_error_with_the_install_that_adds_it(tmp_path):
+    m, tk, _ = numba_machine(tmp_path)
+    env = m.env()
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
+    assert "[error] lib-nvrtc: numba-cuda needs libnvrtc and none is found" in r.stdout, r.stdout
+    assert 'Failure finding "libnvrtc.so.13 or libnvrtc.so.12"' in r.stdout
+    assert fix_of(r.stdout, "lib-nvrtc") == "cudaenv install 13.0 --with nvrtc"
+    # What that install adds (the nvrtc wheel, in the PyPI layout): then the finding is gone.
+    (tk / "lib64" / "libnvrtc.so.13.0.88").write_bytes(b"\x7fELF nvrtc")
+    (tk / "lib64" / "libnvrtc.so.13").symlink_to("libnvrtc.so.13.0.88")
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
+    assert "[ok]    lib-nvrtc: cuda-pathfinder and numba-cuda load libnvrtc from the selected toolkit" in r.stdout
+
+
+def test_a_loader_configured_libnvvm_beats_cuda_path_and_the_fix_applies_ld_library_path(tmp_path):
+    m, tk, sys_lib = numba_machine(tmp_path)
+    env = m.env()
+    r = doctor(m, env, 'eval "$(cudaenv env)"')  # the hook's or exec's variables: CUDA_PATH, not LD_LIBRARY_PATH
+    assert (f"[warn]  lib-nvvm: cuda-pathfinder and numba-cuda load {sys_lib}/libnvvm.so.4, not libnvvm of the "
+            f"selected toolkit {tk}") in r.stdout, r.stdout
+    fix = fix_of(r.stdout, "lib-nvvm")
+    assert fix == 'export CUDAENV_LD_LIBRARY_PATH=1 && eval "$(cudaenv env)"'
+    r = doctor(m, env, fix)
+    assert "[ok]    lib-nvvm: cuda-pathfinder and numba-cuda load libnvvm from the selected toolkit" in r.stdout, r.stdout
+
+
+def selected_and_system(tmp_path, dist: str, version: str):
+    """`dist` installed, 13.0.2 managed and selected, a system 12.8.1 beside it."""
+    m = Machine(tmp_path, torch=None)
+    m.dist(dist, version)
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    return m, m.system_toolkit("12.8.1")
+
+
+def test_cupy_takes_nvcc_from_pathfinder_not_from_path(tmp_path):
+    m, other = selected_and_system(tmp_path, "cupy_cuda13x", "13.6.0")
+    sys_lib = tmp_path / "sys" / "ld.so.conf.d-dirs"
+    sys_lib.mkdir(parents=True)
+    (other / "lib64" / "libcudart.so.12").write_bytes(b"\x7fELF")
+    (sys_lib / "libcudart.so.12").symlink_to(other / "lib64" / "libcudart.so.12")
+    env = m.env(path_first=[m.root / "shims"])  # shims only: nvcc on PATH is the selected one
+    r = doctor(m, env)
+    assert f"[warn]  cupy-nvcc: cupy compiles with {other}/bin/nvcc (system-ctk-root)" in r.stdout, r.stdout
+    r = doctor(m, env, fix_of(r.stdout, "cupy-nvcc"))
+    assert "cupy-nvcc" not in r.stdout
+
+
+def test_meson_headers_follow_cuda_path(tmp_path):
+    m, other = selected_and_system(tmp_path, "meson", "1.9.1")
+    env = m.env(path_first=[m.root / "shims"], CUDA_PATH=str(other))
+    r = doctor(m, env)
+    assert f"[warn]  meson-cuda: meson's dependency('cuda') takes headers and libraries from {other} (CUDA_PATH)" \
+        in r.stdout, r.stdout
+    r = doctor(m, env, fix_of(r.stdout, "meson-cuda"))
+    assert "meson-cuda" not in r.stdout
+
+
+def test_ld_library_path_shadowing_torchs_own_libraries(tmp_path):
+    m = Machine(tmp_path, torch="2.9.0+cu130")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    own = m.site / "nvidia" / "cu13" / "lib"
+    own.mkdir(parents=True)
+    (own / "libcublas.so.13").write_bytes(b"\x7fELF torch's cublas")
+    (tk / "lib64" / "libcublas.so.13").write_bytes(b"\x7fELF toolkit cublas")
+    env = m.env(LD_LIBRARY_PATH=f"{tk}/lib64:/opt/other")
+    r = doctor(m, env)
+    assert f"[warn]  ld-shadow: LD_LIBRARY_PATH ({tk}/lib64) shadows torch's own libcublas.so.13" in r.stdout, r.stdout
+    fix = fix_of(r.stdout, "ld-shadow")
+    assert fix == "export LD_LIBRARY_PATH=/opt/other"
+    r = doctor(m, env, fix)
+    assert "ld-shadow" not in r.stdout
