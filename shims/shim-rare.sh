@@ -41,3 +41,28 @@ _cudaenv_not_in_toolkit() {
     [ -z "$_ce_have" ] || printf '%s\n' @EXISTS_IN{name=$_ce_name,releases=$_ce_have}@ >&2
     exit 127
 }
+
+# The fix for a build that would mix toolkits, into _ce_fix: one toolkit for
+# the whole build, the selected one.
+_cudaenv_one_fix() {
+    _ce_fix="run the build as 'cudaenv exec -- <command>', or export CUDA_HOME=$_ce_root CUDA_PATH=$_ce_root CUDACXX=$_ce_root/bin/nvcc PATH=$_ce_root/bin:\$PATH"
+}
+
+# The store root was taken for a toolkit root, but its include/ and lib64/ are
+# not the toolkit selected here (see shim.sh). Never returns.
+_cudaenv_mixed_root() {
+    _cudaenv_origin
+    _cudaenv_one_fix
+    printf "cudaenv: %s was called as a toolkit's nvcc with %s as the toolkit root (CUDA_HOME from 'which %s'), whose include/ and lib64/ follow the global selection, but the toolkit selected here is %s (%s); %s\n" \
+        "$0" "$_ce_r" "$_ce_name" "$_ce_root" "$_ce_origin" "$_ce_fix" >&2
+    exit 1
+}
+
+# nvcc was given another toolkit's headers or libraries (_ce_bad). Never returns.
+_cudaenv_mixed_flags() {
+    _cudaenv_origin
+    _cudaenv_one_fix
+    printf "cudaenv: this build passes nvcc %s, which is another toolkit's, but the toolkit selected here is %s (%s); %s\n" \
+        "$_ce_bad" "$_ce_root" "$_ce_origin" "$_ce_fix" >&2
+    exit 1
+}

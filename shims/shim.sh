@@ -24,6 +24,75 @@ _cudaenv_rare() {
     fi
     . @RARE_FILE@
 }
+# No version file from this directory up: a consumer started in a project may
+# be building somewhere else (torch's load() in ~/.cache/torch_extensions,
+# `ninja -C ~/.cache/flashinfer/...`, CMake's -B directory), and the global
+# toolkit would compile there while the consumer's own probe, run from the
+# project, saw the project's. So the nearest ancestor process whose working
+# directory has a version file selects, as if the shim ran there: at most 16
+# ancestors, only our own user's (-O on /proc/<pid>: another user's process is
+# not ours to follow, and its cwd is unreadable anyway), the same file rules
+# as for our own directory (_cudaenv_find_file). Builtins only: `cd -P` into
+# /proc/<pid>/cwd gives the path, fd 8 brings us back to where we were.
+_ce_walk=1
+_cudaenv_find_ancestor() {
+    local pid here stat n=0
+    _ce_via=
+    here=$PWD
+    { command exec 8<.; } 2>/dev/null || return 1
+    pid=$PPID
+    while [ $n -lt 16 ]; do
+        n=$((n + 1))
+        case $pid in '' | *[!0123456789]* | 0 | 1) break ;; esac
+        [ -O "/proc/$pid" ] || break
+        if cd -P "/proc/$pid/cwd" 2>/dev/null && _cudaenv_find_file; then
+            _ce_via=$pid
+            break
+        fi
+        # The parent's pid: the field after the state, past the last ") " (a
+        # command name may hold spaces and parentheses).
+        IFS= read -r stat <"/proc/$pid/stat" 2>/dev/null || break
+        stat=${stat##*") "}
+        pid=${stat#* }
+        pid=${pid%% *}
+    done
+    cd -P /proc/self/fd/8 2>/dev/null
+    PWD=$here
+    exec 8<&-
+    [ -n "${_ce_via-}" ]
+}
+# Does every include or library directory in nvcc's arguments that holds a
+# CUDA runtime (cuda_runtime_api.h, libcudart.so, stubs/libcuda.so) hold the
+# selected toolkit's own? Sets _ce_bad to the first that does not. One `case`
+# per argument and a `test` per directory flag: no process.
+_cudaenv_one_toolkit() {
+    local a d next=
+    for a; do
+        if [ -n "$next" ]; then
+            d=$a
+            next=
+        else
+            case $a in
+                -I | -isystem | -L | --include-path | --system-include | --library-path) next=1; continue ;;
+                -isystem?*) d=${a#-isystem} ;;
+                -I?* | -L?*) d=${a#-?} ;;
+                --include-path=* | --system-include=* | --library-path=*) d=${a#*=} ;;
+                *) continue ;;
+            esac
+        fi
+        _ce_bad=$d
+        if [ -f "$d/cuda_runtime_api.h" ]; then
+            [ "$d/cuda_runtime_api.h" -ef "$_ce_root/include/cuda_runtime_api.h" ] || return 1
+        elif [ -e "$d/libcudart.so" ]; then
+            [ "$d/libcudart.so" -ef "$_ce_root/lib64/libcudart.so" ] ||
+                [ "$d/libcudart.so" -ef "$_ce_root/lib/libcudart.so" ] || return 1
+        elif [ -e "$d/libcuda.so" ] && [ "${d##*/}" = stubs ]; then
+            [ "$d/libcuda.so" -ef "$_ce_root/lib64/stubs/libcuda.so" ] ||
+                [ "$d/libcuda.so" -ef "$_ce_root/lib/stubs/libcuda.so" ] || return 1
+        fi
+    done
+    _ce_bad=
+}
 _ce_name=${0##*/}
 if ! _cudaenv_select; then
     printf 'cudaenv: %s\n' "$_ce_err" >&2
@@ -44,6 +113,24 @@ if [ "$_ce_target" -ef "$0" ] || [ "$_ce_root/bin" -ef "$_ce_r/shims" ]; then
     printf "cudaenv: toolkit root %s points at cudaenv's own shims; fix the alias with 'cudaenv rehash'\n" \
         "$_ce_root" >&2
     exit 1
+fi
+# Called as $CUDAENV_ROOT/bin/<name> (bin is a link to shims/): the caller took
+# the store root for a toolkit root (CUDA_HOME = dirname(dirname(which nvcc))),
+# so its include/ and lib64/ come with this program, and they are the global
+# selection's. One coherent toolkit or none: stop unless that is the toolkit
+# selected here.
+case $0 in
+    */bin/"$_ce_name")
+        if [ "${0%/*}" -ef "$_ce_r/shims" ] && ! [ "$_ce_r/include" -ef "$_ce_root/include" ]; then
+            _cudaenv_rare
+            _cudaenv_mixed_root
+        fi ;;
+esac
+# nvcc given another toolkit's headers or libraries (-I, -isystem, -L: meson's
+# /usr/local/cuda, a stale CUDA_HOME in a build file) would mix two releases.
+if [ "$_ce_name" = nvcc ] && ! _cudaenv_one_toolkit "$@"; then
+    _cudaenv_rare
+    _cudaenv_mixed_flags
 fi
 _cudaenv_apply "$_ce_root"
 exec "$_ce_target" "$@"
