@@ -322,7 +322,29 @@ def consumers_find(ctx: Context) -> Findings:
 _STORE_ROOT_USERS = {
     "torch": ("torch's cpp_extension", "load() in $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, setup.py in build/"),
     "flashinfer": ("FlashInfer's JIT", "~/.cache/flashinfer/<version>/<archs>/cached_ops"),
+    "sglang": ("SGLang's JIT kernels", "~/.cache/sglang/jit"),
 }
+
+
+def store_root_users(ctx: Context) -> list[str]:
+    """The consumers installed here that take the store root for CUDA_HOME (from the nvcc shim)."""
+    root = _real(_store_root(ctx.env))
+    users = [l.consumer for l in ctx.probe.lookups if l.consumer in ("torch", "flashinfer") and ctx.has(l.consumer)
+             and l.via == "nvcc on PATH" and l.path and _real(l.path) == root]
+    sglang = ctx.answers.get("sglang")
+    home = sglang.fields.get("cuda_home") if sglang else None
+    if isinstance(home, str) and _real(home) == root:
+        users.append("sglang")
+    return users
+
+
+def _store_root_mixed(ctx: Context) -> bool:
+    from pathlib import Path
+
+    from . import storelinks
+
+    linked = storelinks.linked_toolkit(Path(_store_root(ctx.env)))
+    return not (linked and ctx.selected_root and _real(linked) == _real(ctx.selected_root))
 
 
 def store_root(ctx: Context) -> Findings:
@@ -337,8 +359,7 @@ def store_root(ctx: Context) -> Findings:
     from .discover import toolkit_release
 
     root = _store_root(ctx.env)
-    users = [l.consumer for l in ctx.probe.lookups if l.consumer in ("torch", "flashinfer") and ctx.has(l.consumer)
-             and l.via == "nvcc on PATH" and l.path and _real(l.path) == _real(root)]
+    users = store_root_users(ctx)
     if not users or not ctx.selected_root:
         return
     who = " and ".join(_STORE_ROOT_USERS[u][0] for u in users)
@@ -458,10 +479,14 @@ def triton_ptxas(ctx: Context) -> Findings:
 
 def consumer_answers(ctx: Context) -> Findings:
     """`data-<consumer>`, `sglang-*`, `flashinfer-arch`: what the consumers answered themselves."""
+    # SGLang building through a store root that mixes toolkits is stopped by the shim: its
+    # nvcc's answer here is not what its build gets, and store-root says what happens.
+    mixed = "sglang" in store_root_users(ctx) and _store_root_mixed(ctx)
     for c in (consumers.data_checks(ctx.answers) + consumers.sglang_checks(ctx.answers.get("sglang"), ctx.ptxas_root())
               + consumers.flashinfer_checks(ctx.answers.get("flashinfer"), ctx.probe.archs, ctx.ptxas_root(),
                                             ctx.toolkit_fix())):
-        yield ctx.finding(*c)
+        if not (mixed and c[0] == "sglang-nvcc" and c[1] == "ok"):
+            yield ctx.finding(*c)
 
 
 def toolkit_headers(ctx: Context) -> Findings:

@@ -1,5 +1,42 @@
 # The shim's own rare path (after select-rare.sh in the file a shim sources).
 
+# No version file from the shim's directory up: a consumer started in a project may
+# be building somewhere else (torch's load() in ~/.cache/torch_extensions,
+# `ninja -C ~/.cache/flashinfer/...`, CMake's -B directory), and the global
+# toolkit would compile there while the consumer's own probe, run from the
+# project, saw the project's. So the nearest ancestor process whose working
+# directory has a version file selects, as if the shim ran there: at most 16
+# ancestors, only our own user's (-O on /proc/<pid>: another user's process is
+# not ours to follow, and its cwd is unreadable anyway), the same file rules
+# as for our own directory (_cudaenv_find_file). Builtins only: `cd -P` into
+# /proc/<pid>/cwd gives the path, fd 8 brings us back to where we were.
+_cudaenv_find_ancestor() {
+    local pid here stat n=0
+    _ce_via=
+    here=$PWD
+    { command exec 8<.; } 2>/dev/null || return 1
+    pid=$PPID
+    while [ $n -lt 16 ]; do
+        n=$((n + 1))
+        case $pid in '' | *[!0123456789]* | 0 | 1) break ;; esac
+        [ -O "/proc/$pid" ] || break
+        if cd -P "/proc/$pid/cwd" 2>/dev/null && _cudaenv_find_file; then
+            _ce_via=$pid
+            break
+        fi
+        # The parent's pid: the field after the state, past the last ") " (a
+        # command name may hold spaces and parentheses).
+        IFS= read -r stat <"/proc/$pid/stat" 2>/dev/null || break
+        stat=${stat##*") "}
+        pid=${stat#* }
+        pid=${pid%% *}
+    done
+    cd -P /proc/self/fd/8 2>/dev/null
+    PWD=$here
+    exec 8<&-
+    [ -n "${_ce_via-}" ]
+}
+
 # The selected toolkit lacks the program $_ce_name (another toolkit has it,
 # which is why the shim exists): run the next one of that name on PATH, as
 # rbenv does, skipping this shims directory. _CUDAENV_FALLBACK stops a loop

@@ -120,3 +120,20 @@ def test_torchs_own_source_agrees_with_the_record():
     assert load("consumers.json")["torch_cpp_extension"]["error_text"] == message
     callers = [fn for fn in re.split(r"\n(?=\s*def )", text) if re.search(r"\n\s+_check_cuda_version\(", fn)]
     assert [re.search(r"def (\w+)", fn).group(1) for fn in callers] == ["build_extensions"]
+
+
+def test_sglang_through_the_store_root_is_not_claimed_to_build_with_the_selection(tmp_path):
+    """SGLang's JIT runs $CUDA_HOME/bin/nvcc in ~/.cache/sglang/jit; with only the shims on PATH
+    that is the store root's, which the shim refuses where its headers are another toolkit's.
+    doctor said "[ok] sglang-nvcc: SGLang builds with nvcc 12.8 at $CUDAENV_ROOT"."""
+    m = Machine(tmp_path, torch=None)
+    m.dist("sglang", "0.5.23")
+    m.managed_toolkit("12.8.1")
+    m.managed_toolkit("13.0.2")
+    assert m.cli("global", "13.0").returncode == 0
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    checks = doctor_json(m, shims_only(m.env(), m.root), m.proj)
+    assert checks["store-root"]["status"] == "error", checks.get("store-root")
+    assert "SGLang's JIT kernels" in checks["store-root"]["verdict"] and "~/.cache/sglang/jit" in \
+        checks["store-root"]["explanation"]
+    assert checks.get("sglang-nvcc", {}).get("status") != "ok", checks.get("sglang-nvcc")
