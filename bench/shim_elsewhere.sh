@@ -34,6 +34,11 @@ flags="-I$work/proj/inc -isystem $tk/include -isystem /usr/include/python3 -isys
 (cd "$work/outside" && sh -c "cd $cache && exec $shim -c x.cu" | grep -q "release=13.0.2")
 (cd "$work/proj" && sh -c "cd $work/proj && exec $shim $flags -c x.cu" | grep -q "release=12.8.1")
 
+# How many ancestors the walk to the top passes: this shell's, plus hyperfine.
+depth=1 pid=$$
+while [ "$pid" -gt 1 ]; do depth=$((depth + 1)); pid=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status"); done
+echo "walk to top passes $depth processes (at most 16 are looked at)"
+
 cd "$work/proj"
 hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/a.json" \
   -n "baseline: shim in the project" "sh -c 'cd $work/proj && exec $shim -c x.cu'" \
@@ -46,11 +51,15 @@ hyperfine -N --warmup 20 --runs "$runs" --export-json "$work/b.json" \
 
 python3 - "$work/a.json" "$work/b.json" <<'PY'
 import json, sys
-print(f"{'command':40} {'median ms':>10} {'added ms':>9} {'ratio':>7}")
+# CPU time (user + system, hyperfine's means) too: on a shared machine it moves far
+# less with the load of other jobs than wall time does.
+cpu = lambda r: r["user"] + r["system"]
+print(f"{'command':40} {'median ms':>10} {'added ms':>9} {'ratio':>7} {'cpu ms':>7} {'added':>7}")
 for f in sys.argv[1:]:
     res = json.load(open(f))["results"]
     base = res[0]["median"]
     for r in res:
         m = r["median"]
-        print(f"{r['command']:40} {m*1000:10.3f} {(m-base)*1000:9.3f} {m/base:6.2f}x")
+        print(f"{r['command']:40} {m*1000:10.3f} {(m-base)*1000:9.3f} {m/base:6.2f}x "
+              f"{cpu(r)*1000:7.3f} {(cpu(r)-cpu(res[0]))*1000:7.3f}")
 PY

@@ -24,12 +24,15 @@ _cudaenv_find_ancestor() {
             _ce_via=$pid
             break
         fi
-        # The parent's pid: the field after the state, past the last ") " (a
-        # command name may hold spaces and parentheses).
-        IFS= read -r stat <"/proc/$pid/stat" 2>/dev/null || break
-        stat=${stat##*") "}
-        pid=${stat#* }
-        pid=${pid%% *}
+        # The parent's pid, from the PPid: line of /proc/<pid>/status, the 7th:
+        # dash's `read` takes a byte per read(2), and that line comes about 100
+        # bytes in, where /proc/<pid>/stat's one line is some 300.
+        stat=
+        while IFS= read -r stat; do
+            case $stat in PPid:*) break ;; esac
+        done <"/proc/$pid/status" 2>/dev/null
+        pid=${stat#PPid:}
+        pid=${pid#"$_ce_tab"}
     done
     cd -P /proc/self/fd/8 2>/dev/null
     PWD=$here
