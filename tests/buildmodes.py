@@ -219,7 +219,11 @@ def mode_command(world: World, mode: str, command: str) -> tuple[list[str], dict
         return ["sh", "-c", f"cd {shlex.quote(str(world.project))} && {command}"], env
     if mode == "exec":
         return ["sh", "-c", f"cd {shlex.quote(str(world.project))} && cudaenv exec -- sh -c {shlex.quote(command)}"], env
-    return None  # venv: the venv binding is not part of this build
+    # venv: the slot for the venv binding (`cudaenv venv bind`). Filled in, it binds the
+    # project's toolkit to a venv that sees tests/data/buildmodes/site, and runs `command`
+    # with that venv's python from $HOME, with neither the hook nor the shims on PATH (an
+    # IDE, a Jupyter kernel, a systemd unit); doctor runs with that python the same way.
+    return None
 
 
 @dataclass
