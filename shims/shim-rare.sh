@@ -9,12 +9,15 @@
 # ancestors, only our own user's (-O on /proc/<pid>: another user's process is
 # not ours to follow, and its cwd is unreadable anyway), the same file rules
 # as for our own directory (_cudaenv_find_file). Builtins only: `cd -P` into
-# /proc/<pid>/cwd gives the path, fd 8 brings us back to where we were.
+# /proc/<pid>/cwd gives the path, and `cd -P` back to our own directory's
+# physical path returns (no descriptor is opened: one the caller passed, such
+# as make's jobserver, stays as it was).
 _cudaenv_find_ancestor() {
-    local pid here stat n=0
+    local pid here back stat n=0
     _ce_via=
     here=$PWD
-    { command exec 8<.; } 2>/dev/null || return 1
+    cd -P . 2>/dev/null || return 1
+    back=$PWD
     pid=$PPID
     while [ $n -lt 16 ]; do
         n=$((n + 1))
@@ -34,9 +37,12 @@ _cudaenv_find_ancestor() {
         pid=${stat#PPid:}
         pid=${pid#"$_ce_tab"}
     done
-    cd -P /proc/self/fd/8 2>/dev/null
+    if ! cd -P -- "$back" 2>/dev/null; then
+        _ce_err="cannot return to $back after looking for the project of this build"
+        printf 'cudaenv: %s\n' "$_ce_err" >&2
+        exit 1
+    fi
     PWD=$here
-    exec 8<&-
     [ -n "${_ce_via-}" ]
 }
 

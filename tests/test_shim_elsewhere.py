@@ -151,3 +151,13 @@ def test_a_toolkit_linked_under_another_name_is_the_same_toolkit(world, tmp_path
     p = sh(f"nvcc -isystem {alias}/include -L{alias}/lib64 -c x.cu", env, proj)
     assert p.returncode == 0 and "release=12.8.1" in p.stdout, p.stderr
 
+
+
+def test_the_walk_leaves_the_callers_descriptors_alone(world):
+    """A descriptor the caller passed (make's jobserver, say) reaches the program as it was."""
+    root, proj, cache, env = world
+    nvcc = root / "versions" / "12.8.1" / "bin" / "nvcc"
+    nvcc.write_text('#!/bin/sh\nread -r line <&8 && echo "fd8=$line"\n')
+    (cache / "fd8").write_text("jobserver\n")
+    p = started_from(proj, f"exec 8<{cache}/fd8; nvcc -c x.cu", cache, env)
+    assert p.stdout == "fd8=jobserver\n", p.stdout + p.stderr
