@@ -295,6 +295,16 @@ def env_agree(ctx: Context) -> Findings:
         yield ctx.finding("env-agree", "ok", "CUDA_HOME, CUDA_PATH and nvcc on PATH agree")
 
 
+# Where each consumer compiles: its build runs there, not in the project (a shim still
+# finds the project through its ancestors; a CUDA_HOME it read does not change).
+_BUILDS = {
+    "cmake": ("CMake", "its build directory (-B)"),
+    "torch": ("torch's cpp_extension", "load() in $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, setup.py in build/"),
+    "flashinfer": ("FlashInfer's JIT", "~/.cache/flashinfer/<version>/<archs>/cached_ops"),
+    "sglang": ("SGLang's JIT kernels", "~/.cache/sglang/jit"),
+}
+
+
 def consumers_find(ctx: Context) -> Findings:
     """`<consumer>-finds`: whether torch, FlashInfer and CMake would use the selected toolkit."""
     if not ctx.selected_root:
@@ -312,18 +322,10 @@ def consumers_find(ctx: Context) -> Findings:
             yield ctx.finding(f"{l.consumer}-finds", "error",
                               f"{l.consumer} would use {l.path} ({l.release or 'no toolkit'}, via {l.via}), not the selected {ctx.selected_release}",
                               f"cudaenv selects {ctx.selected_root}, but this shell does not apply it "
-                              "(or `cudaenv exec -- <command>`).", apply)
+                              f"(or `cudaenv exec -- <command>`); where {_BUILDS[l.consumer][0]} builds: "
+                              f"{_BUILDS[l.consumer][1]}.", apply)
         else:
             yield ctx.finding(f"{l.consumer}-finds", "ok", f"{l.consumer} finds the selected toolkit ({l.release}, via {l.via})")
-
-
-# Where each consumer that takes the store root for CUDA_HOME compiles: its build runs
-# there, not in the project (the shim still finds the project through its ancestors).
-_STORE_ROOT_USERS = {
-    "torch": ("torch's cpp_extension", "load() in $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, setup.py in build/"),
-    "flashinfer": ("FlashInfer's JIT", "~/.cache/flashinfer/<version>/<archs>/cached_ops"),
-    "sglang": ("SGLang's JIT kernels", "~/.cache/sglang/jit"),
-}
 
 
 def store_root_users(ctx: Context) -> list[str]:
@@ -362,8 +364,8 @@ def store_root(ctx: Context) -> Findings:
     users = store_root_users(ctx)
     if not users or not ctx.selected_root:
         return
-    who = " and ".join(_STORE_ROOT_USERS[u][0] for u in users)
-    where = "; ".join(f"{_STORE_ROOT_USERS[u][0]}: {_STORE_ROOT_USERS[u][1]}" for u in users)
+    who = " and ".join(_BUILDS[u][0] for u in users)
+    where = "; ".join(f"{_BUILDS[u][0]}: {_BUILDS[u][1]}" for u in users)
     sel = ctx.selected_root
     ways = (f"enable the hook ({ctx.hook}), or run the build as `cudaenv exec -- <command>`, or export "
             f"CUDA_HOME={sel} CUDA_PATH={sel} CUDACXX={sel}/bin/nvcc PATH={sel}/bin:$PATH")

@@ -11,6 +11,8 @@ import pytest
 import buildmodes as bm
 
 WHY = bm.missing()
+# Read at import: the hermetic-home fixture drops CUDAENV_* settings before each test runs.
+UPDATE = os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1"
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"build-mode harness: {WHY}")
 
 # What the design promises, cell by cell: the hook and exec build with the selection; with
@@ -81,7 +83,7 @@ def test_the_page_is_this_matrix(world):
     if ran != len(bm.MODES) * len(bm.CONSUMERS):
         pytest.skip(f"only {ran} of {len(bm.MODES) * len(bm.CONSUMERS)} cells ran here")
     text = bm.render(cells)
-    if os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1":  # as for tests/golden: rewrite after an intended change
+    if UPDATE:  # as for tests/golden: rewrite after an intended change
         bm.DOC.write_text(text)
     assert bm.DOC.is_file() and bm.DOC.read_text() == text, \
         "docs/build-modes.md is stale: run python tests/buildmodes.py --write"
