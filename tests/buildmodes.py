@@ -385,7 +385,8 @@ SAFETY = {
              "for the toolkit root, whose `include/` and `lib64/` are the global selection's. Where the "
              "project selects another toolkit, the shim stops their build at its first `nvcc` with the "
              "message below, and `cudaenv doctor` reports `store-root` as an error. meson, with no "
-             "`CUDA_PATH`, adds `/usr/local/cuda`'s headers to nvcc's line, and the shim stops it too.",
+             "`CUDA_PATH`, adds `/usr/local/cuda`'s headers to nvcc's line, and the shim stops it too; on a "
+             "machine without `/usr/local/cuda` meson stops itself at configure, asking for `CUDA_PATH`.",
     "exec": "Safe. `cudaenv exec -- CMD` exports the selection's variables to CMD and everything it "
             "starts, wherever those run.",
     "venv": "The venv binding (`cudaenv venv bind`) binds the project's toolkit to a Python environment; "
