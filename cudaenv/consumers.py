@@ -154,8 +154,10 @@ def model_torch(env, torch_cuda: str | None) -> dict:
     elif not torch_cuda or not rel or rel == torch_cuda:
         out.update(check="ok")
     elif rel.split(".")[0] != torch_cuda.split(".")[0]:
-        out.update(check="error", check_message=load("consumers.json")["torch_cpp_extension"]["error_text"].format(
-            found=rel, torch=torch_cuda))
+        # Raised as RuntimeError(CUDA_MISMATCH_MESSAGE, found, built): filled in here as the
+        # live probe fills it (doctor quotes it as torch prints it, torch_mismatch_text).
+        out.update(check="error", check_message=load("consumers.json")["torch_cpp_extension"]["error_text"] % (
+            rel, torch_cuda))
     else:
         out.update(check="warning")
     return out

@@ -201,9 +201,15 @@ class Context:
             steps.append(self.hook)
         elif not steps:
             # The hook ran, but something set the variables again after it: point them back.
-            root = str(self.selected_root)
-            steps.append(quoting.sh_export({"CUDA_HOME": root, "CUDA_PATH": root}))
+            steps.append(self.export_fix())
         return " && ".join(steps)
+
+    def export_fix(self) -> str:
+        """Every variable a consumer reads first, pointed at the selection: CMake takes CUDACXX
+        before anything else, torch CUDA_HOME, cuda-pathfinder CUDA_PATH."""
+        r = str(self.selected_root)
+        return quoting.sh_export({"CUDA_HOME": r, "CUDA_PATH": r, "CUDAToolkit_ROOT": r, "CUDACXX": f"{r}/bin/nvcc"},
+                                 path_first=f"{r}/bin")
 
     def env_fix(self, var: str) -> str | None:
         """A broken CUDA_HOME/CUDA_PATH: point it at the selection when that is the right toolkit,
@@ -223,12 +229,16 @@ class Context:
         steps = ([] if self.installed(r) else [f"cudaenv install {r}"]) + [f"cudaenv local {r}"]
         return " && ".join(steps)
 
-    def finding(self, id: str, status: str, verdict: str, explanation: str = "", fix: str | None = None) -> Check:
-        """One check's result; a fix is kept only for a problem."""
+    def applied(self, fix: str | None) -> str | None:
+        """`fix` with the hook after it where it changes the selection and nothing applies it here."""
         if fix and "cudaenv local " in fix and not self.hook_active and self.hook not in fix:
             # A new selection reaches this shell's consumers only through the hook.
             fix = f"{fix} && {self.hook}"
-        return Check(id, status, verdict, explanation, fix if status != "ok" else None)
+        return fix
+
+    def finding(self, id: str, status: str, verdict: str, explanation: str = "", fix: str | None = None) -> Check:
+        """One check's result; a fix is kept only for a problem."""
+        return Check(id, status, verdict, explanation, self.applied(fix) if status != "ok" else None)
 
 
 Findings = Iterator[Check]
@@ -287,6 +297,16 @@ def env_agree(ctx: Context) -> Findings:
         yield ctx.finding("env-agree", "ok", "CUDA_HOME, CUDA_PATH and nvcc on PATH agree")
 
 
+# Where each consumer compiles: its build runs there, not in the project (a shim still
+# finds the project through its ancestors; a CUDA_HOME it read does not change).
+_BUILDS = {
+    "cmake": ("CMake", "its build directory (-B)"),
+    "torch": ("torch's cpp_extension", "load() in $TORCH_EXTENSIONS_DIR or ~/.cache/torch_extensions, setup.py in build/"),
+    "flashinfer": ("FlashInfer's JIT", "~/.cache/flashinfer/<version>/<archs>/cached_ops"),
+    "sglang": ("SGLang's JIT kernels", "~/.cache/sglang/jit"),
+}
+
+
 def consumers_find(ctx: Context) -> Findings:
     """`<consumer>-finds`: whether torch, FlashInfer and CMake would use the selected toolkit."""
     if not ctx.selected_root:
@@ -296,53 +316,77 @@ def consumers_find(ctx: Context) -> Findings:
             continue
         if l.via == "nvcc on PATH" and _real(l.path) == _real(_store_root(ctx.env)):
             continue  # the store root as CUDA_HOME: the store-root check judges it
-        apply = ctx.hook if not ctx.hook_active else quoting.sh_export({"CUDA_HOME": ctx.selected_root})
+        apply = ctx.hook if not ctx.hook_active else ctx.export_fix()
         if l.path is None:
-            yield ctx.finding(f"{l.consumer}-finds", "warn", f"{l.consumer} would find no toolkit",
+            yield ctx.finding(f"{l.consumer}-finds", "error", f"{l.consumer} would find no toolkit",
                               f"it looks at {', '.join(load('consumers.json')[_data_key(l.consumer)]['lookup'])}.", apply)
         elif _real(l.path) != _real(ctx.selected_root):
-            yield ctx.finding(f"{l.consumer}-finds", "warn",
+            yield ctx.finding(f"{l.consumer}-finds", "error",
                               f"{l.consumer} would use {l.path} ({l.release or 'no toolkit'}, via {l.via}), not the selected {ctx.selected_release}",
                               f"cudaenv selects {ctx.selected_root}, but this shell does not apply it "
-                              "(or `cudaenv exec -- <command>`).", apply)
+                              f"(or `cudaenv exec -- <command>`); where {_BUILDS[l.consumer][0]} builds: "
+                              f"{_BUILDS[l.consumer][1]}.", apply)
         else:
             yield ctx.finding(f"{l.consumer}-finds", "ok", f"{l.consumer} finds the selected toolkit ({l.release}, via {l.via})")
+
+
+def store_root_users(ctx: Context) -> list[str]:
+    """The consumers installed here that take the store root for CUDA_HOME (from the nvcc shim)."""
+    root = _real(_store_root(ctx.env))
+    users = [l.consumer for l in ctx.probe.lookups if l.consumer in ("torch", "flashinfer") and ctx.has(l.consumer)
+             and l.via == "nvcc on PATH" and l.path and _real(l.path) == root]
+    sglang = ctx.answers.get("sglang")
+    home = sglang.fields.get("cuda_home") if sglang else None
+    if isinstance(home, str) and _real(home) == root:
+        users.append("sglang")
+    return users
+
+
+def _store_root_mixed(ctx: Context) -> bool:
+    from pathlib import Path
+
+    from . import storelinks
+
+    linked = storelinks.linked_toolkit(Path(_store_root(ctx.env)))
+    return not (linked and ctx.selected_root and _real(linked) == _real(ctx.selected_root))
 
 
 def store_root(ctx: Context) -> Findings:
     """With no CUDA_HOME/CUDA_PATH and the shims on PATH, torch and FlashInfer take
     dirname(dirname(which nvcc)) = $CUDAENV_ROOT as the toolkit root. Its bin/ is the shims
-    (the selection here), but its include/ and lib64/ links follow only the global selection."""
+    (the selection here), but its include/ and lib64/ links follow only the global selection,
+    so the shim runs as $CUDAENV_ROOT/bin/nvcc only where they are the selected toolkit, and
+    stops the build everywhere else (shims/shim.sh)."""
     from pathlib import Path
 
     from . import storelinks
     from .discover import toolkit_release
 
     root = _store_root(ctx.env)
-    users = [l.consumer for l in ctx.probe.lookups if l.consumer in ("torch", "flashinfer") and ctx.has(l.consumer)
-             and l.via == "nvcc on PATH" and l.path and _real(l.path) == _real(root)]
+    users = store_root_users(ctx)
     if not users or not ctx.selected_root:
         return
-    who = " and ".join({"torch": "torch's cpp_extension", "flashinfer": "FlashInfer's JIT"}[u] for u in users)
-    ways = (f"enable the hook ({ctx.hook}), or export CUDA_HOME=$(cudaenv prefix) CUDA_PATH=$(cudaenv prefix), "
-            "or run the build as `cudaenv exec -- <command>`")
+    who = " and ".join(_BUILDS[u][0] for u in users)
+    where = "; ".join(f"{_BUILDS[u][0]}: {_BUILDS[u][1]}" for u in users)
+    sel = ctx.selected_root
+    ways = (f"enable the hook ({ctx.hook}), or run the build as `cudaenv exec -- <command>`, or export "
+            f"CUDA_HOME={sel} CUDA_PATH={sel} CUDACXX={sel}/bin/nvcc PATH={sel}/bin:$PATH")
     linked = storelinks.linked_toolkit(Path(root))
-    selected = f"{ctx.selected_release} ({ctx.selected_root})"
-    if linked and _real(linked) == _real(ctx.selected_root):
+    if linked and _real(linked) == _real(sel):
         yield ctx.finding("store-root", "ok", f"{who} {'take' if len(users) > 1 else 'takes'} {root} as CUDA_HOME (from the nvcc shim): its bin/nvcc and "
                           f"include/ are both the selected {ctx.selected_release}")
         return
+    stop = (f"so cudaenv's shim stops every such build at its first nvcc (\"cudaenv: {root}/bin/nvcc was called as "
+            "a toolkit's nvcc with ... as the toolkit root\") rather than compile with two toolkits")
     if linked:
         info = toolkit_release(Path(linked))
         rel = info[0] if info else "unknown"
-        same = bool(info and ctx.selected_release and major_minor(rel) == major_minor(ctx.selected_release))
-        yield ctx.finding("store-root", "warn" if same else "error",
-                          f"{who} would build with {root}: its bin/nvcc runs the selected {selected}, but its include/ "
-                          f"and lib64/ are the global {rel} ({linked})",
+        yield ctx.finding("store-root", "error",
+                          f"{who} would build with {root}: its bin/nvcc runs the selected {ctx.selected_release} ({sel}), "
+                          f"but its include/ and lib64/ are the global {rel} ({linked})",
                           f"With no CUDA_HOME they take dirname(dirname(which nvcc)) = {root}, whose headers and libraries "
-                          "follow only the store's global selection ({root}/version), not this directory's; nvcc then compiles "
-                          f"against another release's headers and libcudart. To use {ctx.selected_release} throughout: "
-                          f"{ways}.", ctx.hook)
+                          f"follow only the store's global selection ({root}/version), not this directory's, {stop}. "
+                          f"Builds: {where}. To use {ctx.selected_release}: {ways}.", ctx.hook)
         return
     kind, _ = storelinks.state("include", Path(root))
     why = (f"{root}/include is a directory or link of your own, which cudaenv leaves as it is"
@@ -351,8 +395,8 @@ def store_root(ctx: Context) -> Findings:
            "(or the store's owner has not run `cudaenv rehash` since it changed)")
     yield ctx.finding("store-root", "error", f"{who} would build with {root}, which has no headers of the selected "
                       f"{ctx.selected_release}",
-                      f"With no CUDA_HOME they take dirname(dirname(which nvcc)) = {root}; {why}. The build fails with "
-                      f"\"cuda_runtime.h: No such file or directory\". To use {ctx.selected_release}: {ways}.", ctx.hook)
+                      f"With no CUDA_HOME they take dirname(dirname(which nvcc)) = {root}; {why}, {stop}. "
+                      f"Builds: {where}. To use {ctx.selected_release}: {ways}.", ctx.hook)
 
 
 def torch_toolkit(ctx: Context) -> Findings:
@@ -376,14 +420,17 @@ def torch_toolkit(ctx: Context) -> Findings:
                               "extension fails (\"CUDA_HOME environment variable is not set\").",
                               ctx.toolkit_fix() or (ctx.hook if ctx.selected_root and not ctx.hook_active else None))
         return
-    text = load("consumers.json")["torch_cpp_extension"]["error_text"].format(found=major_minor(rel), torch=tc)
+    text = torch_mismatch_text(major_minor(rel), tc)
     accepts = rs.torch_accepts(rel, tc)
     if accepts == "major":
         yield ctx.finding("torch-toolkit", "error", f"torch is built with CUDA {tc} but its toolkit is {rel} (major mismatch)",
-                          f"{ctx.in_use} via {ctx.in_use_via}; building an extension raises: \"{text}\"", ctx.toolkit_fix())
+                          f"{ctx.in_use} via {ctx.in_use_via}. A setup.py build (BuildExtension) of a CUDA extension "
+                          f"raises {text}; torch.utils.cpp_extension.load() checks nothing and compiles with {rel}.",
+                          ctx.toolkit_fix())
     elif accepts == "minor":
         yield ctx.finding("torch-toolkit", "warn", f"torch is built with CUDA {tc}, its toolkit is {rel} (minor differs)",
-                          "cpp_extension only warns; binaries usually work, but matching avoids surprises.", ctx.toolkit_fix())
+                          "a setup.py build (BuildExtension) only warns and load() checks nothing; binaries usually "
+                          "work, but matching avoids surprises.", ctx.toolkit_fix())
     else:
         yield ctx.finding("torch-toolkit", "ok", f"torch CUDA {tc} matches its toolkit {rel}")
 
@@ -436,10 +483,14 @@ def triton_ptxas(ctx: Context) -> Findings:
 
 def consumer_answers(ctx: Context) -> Findings:
     """`data-<consumer>`, `sglang-*`, `flashinfer-arch`: what the consumers answered themselves."""
+    # SGLang building through a store root that mixes toolkits is stopped by the shim: its
+    # nvcc's answer here is not what its build gets, and store-root says what happens.
+    mixed = "sglang" in store_root_users(ctx) and _store_root_mixed(ctx)
     for c in (consumers.data_checks(ctx.answers) + consumers.sglang_checks(ctx.answers.get("sglang"), ctx.ptxas_root())
               + consumers.flashinfer_checks(ctx.answers.get("flashinfer"), ctx.probe.archs, ctx.ptxas_root(),
                                             ctx.toolkit_fix())):
-        yield ctx.finding(*c)
+        if not (mixed and c[0] == "sglang-nvcc" and c[1] == "ok"):
+            yield ctx.finding(*c)
 
 
 def toolkit_headers(ctx: Context) -> Findings:
@@ -575,8 +626,9 @@ def libcuda_stub(ctx: Context) -> Findings:
         return
     if ctx.recommended and major_minor(ctx.in_use_release) != ctx.recommended:
         return  # the switch replaces this toolkit; the next run judges the new one
-    stub = next((os.path.join(root, d, "stubs", "libcuda.so") for d in ("lib64", "lib")
-                 if os.path.exists(os.path.join(root, d, "stubs", "libcuda.so"))), None)
+    if _real(root) == _real(_store_root(ctx.env)):
+        return  # the store root as CUDA_HOME: its lib64 is the global toolkit's; store-root judges it
+    stub = _stub(root)
     if stub:
         yield ctx.finding("libcuda-stub", "ok", f"{stub} is there for -lcuda")
         return
@@ -585,8 +637,17 @@ def libcuda_stub(ctx: Context) -> Findings:
         yield ctx.finding("libcuda-stub", "ok", f"no stub in {root}, but -lcuda finds the driver's {dev}")
         return
     r = major_minor(ctx.in_use_release)
-    fix = (f"cudaenv install {r} --force --source redist" if ctx.is_managed(root)
-           else f"cudaenv install {r} --source redist && cudaenv local {r}")
+    # A fix that does something when pasted: a managed r that has the stub is selected, not
+    # installed again ("already installed"); one without it is reinstalled from redist.
+    with_stub = next((rel for tk_root, rel in ctx.managed if major_minor(rel) == r and _stub(tk_root)), None)
+    if ctx.is_managed(root) or (ctx.installed(r) and not with_stub):
+        fix = f"cudaenv install {r} --force --source redist"
+        if not ctx.is_managed(root):
+            fix += f" && cudaenv local {r}"
+    elif with_stub:
+        fix = f"cudaenv local {with_stub}"
+    else:
+        fix = f"cudaenv install {r} --source redist && cudaenv local {r}"
     yield ctx.finding("libcuda-stub", "warn", f"{root} has no lib64/stubs/libcuda.so and there is no driver libcuda.so",
                       f"{' and '.join(users)} JIT builds link -L$CUDA_HOME/lib64/stubs -lcuda and fail with "
                       "\"ld: cannot find -lcuda\". NVIDIA's redist toolkits ship the stub.", fix)
@@ -772,8 +833,13 @@ def driver_toolkit(ctx: Context) -> Findings:
         yield ctx.finding("driver", "ok", f"driver {d} runs toolkit {rel}")
 
 
+CLEAR = "cudaenv doctor --fix --yes --quiet"
+
+
 def jit_caches(ctx: Context) -> Findings:
     entries, stale = ctx.cache_entries, ctx.stale_caches
+    # The switch itself with the clearing: pasted, the fix does both, in that order.
+    switch = ctx.applied(ctx.toolkit_fix())
     old = major_minor(ctx.in_use_release) if ctx.in_use_release else None
     switching = bool(old and ctx.recommended and old != ctx.recommended)
     doomed = [e for e in entries if not e.stale and e.release and switching and e.release == old]
@@ -781,11 +847,11 @@ def jit_caches(ctx: Context) -> Findings:
         # Switching toolkits makes these stale: say so now, not on the run after the switch.
         yield ctx.finding("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
                           f"{old} must be cleared after switching to {ctx.recommended}",
-                          "; ".join(e.path for e in doomed[:3]), "cudaenv doctor --fix --yes --quiet  # after switching")
+                          "; ".join(e.path for e in doomed[:3]), f"{switch} && {CLEAR}" if switch else f"{CLEAR}  # after switching")
     elif stale:
         kinds = sorted({e.kind for e in stale})
         yield ctx.finding("jit-caches", "warn", f"{len(stale)} stale JIT cache entr{'y' if len(stale) == 1 else 'ies'} ({', '.join(kinds)})",
-                          "; ".join(f"{e.path}: {e.reason}" for e in stale[:3]), "cudaenv doctor --fix --yes --quiet")
+                          "; ".join(f"{e.path}: {e.reason}" for e in stale[:3]), CLEAR)
     else:
         yield ctx.finding("jit-caches", "ok", f"no stale JIT caches ({len(entries)} entries checked)")
 
@@ -831,15 +897,13 @@ def top_fix(ctx: Context, checks: list[Check]) -> str | None:
     if not fixes:
         return None
     errors = [c.fix for c in checks if c.status == "error" and c.fix]
-    tk = ctx.toolkit_fix()
-    if tk and ctx.hook not in tk and "cudaenv local " in tk and not ctx.hook_active:
-        tk = f"{tk} && {ctx.hook}"
+    tk = ctx.applied(ctx.toolkit_fix())
     # torch-arch's fix installs another torch *and* switches toolkits: it covers the switch.
     top = fixes.get("cuda-home") or fixes.get("torch-arch") or (
         tk if tk in errors else errors[0] if errors else next(iter(fixes.values())))
     cache = fixes.get("jit-caches", "")
-    if cache.endswith("# after switching") and top != cache and "cudaenv local " in top:
-        top = f"{top} && {cache.split('  #')[0]}"
+    if CLEAR in cache and CLEAR not in top and "cudaenv local " in top:
+        top = f"{top} && {CLEAR}"
     return top
 
 
@@ -852,6 +916,20 @@ def _store_root(env) -> str:
     from . import store
 
     return str(store.root(env))
+
+
+def torch_mismatch_text(found: str, torch_cuda: str) -> str:
+    """torch's major-mismatch error as torch prints it: BuildExtension raises
+    RuntimeError(CUDA_MISMATCH_MESSAGE, found, torch.version.cuda), so the message shows
+    as that tuple, %s unfilled (and "compilePyTorch" joined, as torch's two literals are)."""
+    message = load("consumers.json")["torch_cpp_extension"]["error_text"]
+    return f"RuntimeError: {(message, found, torch_cuda)!r}"
+
+
+def _stub(root: str) -> str | None:
+    """The toolkit's libcuda.so link stub (what -L$CUDA_HOME/lib64/stubs -lcuda takes), or None."""
+    return next((os.path.join(root, d, "stubs", "libcuda.so") for d in ("lib64", "lib")
+                 if os.path.exists(os.path.join(root, d, "stubs", "libcuda.so"))), None)
 
 
 def _has_headers(root: str | None) -> bool:

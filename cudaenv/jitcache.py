@@ -81,6 +81,19 @@ def _ninja_root(build_ninja: Path) -> str | None:
     return None
 
 
+def own_root(root: str | None, env=None) -> str | None:
+    """The toolkit a build file's root really is, whatever directory asks. The store root
+    ($CUDAENV_ROOT, what torch and FlashInfer take for CUDA_HOME with only the shims on PATH)
+    is the toolkit its include/ link names: the shim runs as its bin/nvcc only where that is
+    the selected toolkit (shims/shim.sh), so that is what built with it. Asking the store
+    root's nvcc instead would answer for the asker's directory."""
+    from . import storelinks
+
+    if root and os.path.realpath(root) == os.path.realpath(store.root(env)):
+        return storelinks.linked_toolkit(store.root(env)) or root
+    return root
+
+
 def _release(root: str | None) -> str | None:
     from .machine import release_of
 
@@ -88,13 +101,13 @@ def _release(root: str | None) -> str | None:
     return major_minor(rel) if rel else None
 
 
-def ninja_entries(kind: str, base: Path) -> list[CacheEntry]:
+def ninja_entries(kind: str, base: Path, env=None) -> list[CacheEntry]:
     out: list[CacheEntry] = []
     if not base.is_dir():
         return out
     for dirpath, dirnames, filenames in os.walk(base):
         if "build.ninja" in filenames:
-            root = _ninja_root(Path(dirpath) / "build.ninja")
+            root = own_root(_ninja_root(Path(dirpath) / "build.ninja"), env)
             out.append(CacheEntry(kind, dirpath, root, _release(root)))
             dirnames[:] = []  # an op's build dir holds objects only
     return out
@@ -159,7 +172,7 @@ def legacy_usage(current_release: str | None, triton_ptxas_release: str | None =
 def entries(env=None) -> list[CacheEntry]:
     out: list[CacheEntry] = []
     for kind, base in roots(env):
-        out += triton_entries(base) if kind == "triton" else ninja_entries(kind, base)
+        out += triton_entries(base) if kind == "triton" else ninja_entries(kind, base, env)
     return out
 
 
@@ -183,6 +196,7 @@ def usage_of(probe, answers, env=None) -> Usage:
         if not a:
             lookup = probe.lookup(consumer)
             root = lookup.path if lookup else None
+        root = own_root(root, env) if root and not str(root).startswith("error") else root
         rel = release_of(root) if root and not str(root).startswith("error") else None
         if rel:
             usage.toolkits[kind] = (root, rel)

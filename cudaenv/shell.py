@@ -38,8 +38,14 @@ def check_shell(name: str) -> str:
 def program() -> str:
     """The path the shell function runs cudaenv by.
 
-    The console script beside this interpreter when there is one (a venv's, pipx's or
-    uv's bin/): a shell where that venv is not active still finds it. Else the name."""
+    The `cudaenv` on PATH now (a wrapper the user put first stays first), else the console
+    script beside this interpreter (a venv's, pipx's or uv's bin/); by its absolute path, so a
+    shell where that venv is not active still finds it. Else the name."""
+    from .programs import which
+
+    found = which("cudaenv")
+    if found:
+        return str(found)
     beside = Path(sys.executable).parent / "cudaenv"
     return str(beside) if os.access(beside, os.X_OK) and beside.is_file() else "cudaenv"
 

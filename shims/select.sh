@@ -189,7 +189,9 @@ _cudaenv_find_file() {
 }
 
 # The selection by precedence. Sets _ce_spec and _ce_source; on a bad value
-# sets _ce_err and returns 1.
+# sets _ce_err and returns 1. A shim (_ce_walk set) that finds no version file
+# from its own directory looks in its ancestor processes' (shim-rare.sh) before
+# the global one.
 _cudaenv_select() {
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
@@ -203,7 +205,7 @@ _cudaenv_select() {
         _ce_spec=$_ce_trimmed
         return 0
     fi
-    if _cudaenv_find_file; then
+    if _cudaenv_find_file || { [ -n "${_ce_walk-}" ] && _cudaenv_rare && _cudaenv_find_ancestor; }; then
         _ce_source=$_ce_file
         _cudaenv_read_version "$_ce_file"
         return

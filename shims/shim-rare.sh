@@ -1,5 +1,51 @@
 # The shim's own rare path (after select-rare.sh in the file a shim sources).
 
+# No version file from the shim's directory up: a consumer started in a project may
+# be building somewhere else (torch's load() in ~/.cache/torch_extensions,
+# `ninja -C ~/.cache/flashinfer/...`, CMake's -B directory), and the global
+# toolkit would compile there while the consumer's own probe, run from the
+# project, saw the project's. So the nearest ancestor process whose working
+# directory has a version file selects, as if the shim ran there: at most 16
+# ancestors, only our own user's (-O on /proc/<pid>: another user's process is
+# not ours to follow, and its cwd is unreadable anyway), the same file rules
+# as for our own directory (_cudaenv_find_file). Builtins only: `cd -P` into
+# /proc/<pid>/cwd gives the path, and `cd -P` back to our own directory's
+# physical path returns (no descriptor is opened: one the caller passed, such
+# as make's jobserver, stays as it was).
+_cudaenv_find_ancestor() {
+    local pid here back stat n=0
+    _ce_via=
+    here=$PWD
+    cd -P . 2>/dev/null || return 1
+    back=$PWD
+    pid=$PPID
+    while [ $n -lt 16 ]; do
+        n=$((n + 1))
+        case $pid in '' | *[!0123456789]* | 0 | 1) break ;; esac
+        [ -O "/proc/$pid" ] || break
+        if cd -P "/proc/$pid/cwd" 2>/dev/null && _cudaenv_find_file; then
+            _ce_via=$pid
+            break
+        fi
+        # The parent's pid, from the PPid: line of /proc/<pid>/status, the 7th:
+        # dash's `read` takes a byte per read(2), and that line comes about 100
+        # bytes in, where /proc/<pid>/stat's one line is some 300.
+        stat=
+        while IFS= read -r stat; do
+            case $stat in PPid:*) break ;; esac
+        done <"/proc/$pid/status" 2>/dev/null
+        pid=${stat#PPid:}
+        pid=${pid#"$_ce_tab"}
+    done
+    if ! cd -P -- "$back" 2>/dev/null; then
+        _ce_err="cannot return to $back after looking for the project of this build"
+        printf 'cudaenv: %s\n' "$_ce_err" >&2
+        exit 1
+    fi
+    PWD=$here
+    [ -n "${_ce_via-}" ]
+}
+
 # The selected toolkit lacks the program $_ce_name (another toolkit has it,
 # which is why the shim exists): run the next one of that name on PATH, as
 # rbenv does, skipping this shims directory. _CUDAENV_FALLBACK stops a loop
@@ -40,4 +86,29 @@ _cudaenv_not_in_toolkit() {
     done
     [ -z "$_ce_have" ] || printf '%s\n' @EXISTS_IN{name=$_ce_name,releases=$_ce_have}@ >&2
     exit 127
+}
+
+# The fix for a build that would mix toolkits, into _ce_fix: one toolkit for
+# the whole build, the selected one.
+_cudaenv_one_fix() {
+    _ce_fix="run the build as 'cudaenv exec -- <command>', or export CUDA_HOME=$_ce_root CUDA_PATH=$_ce_root CUDACXX=$_ce_root/bin/nvcc PATH=$_ce_root/bin:\$PATH"
+}
+
+# The store root was taken for a toolkit root, but its include/ and lib64/ are
+# not the toolkit selected here (see shim.sh). Never returns.
+_cudaenv_mixed_root() {
+    _cudaenv_origin
+    _cudaenv_one_fix
+    printf "cudaenv: %s was called as a toolkit's nvcc with %s as the toolkit root (CUDA_HOME from 'which %s'), whose include/ and lib64/ follow the global selection, but the toolkit selected here is %s (%s); %s\n" \
+        "$0" "$_ce_r" "$_ce_name" "$_ce_root" "$_ce_origin" "$_ce_fix" >&2
+    exit 1
+}
+
+# nvcc was given another toolkit's headers or libraries (_ce_bad). Never returns.
+_cudaenv_mixed_flags() {
+    _cudaenv_origin
+    _cudaenv_one_fix
+    printf "cudaenv: this build passes nvcc %s, which is another toolkit's, but the toolkit selected here is %s (%s); %s\n" \
+        "$_ce_bad" "$_ce_root" "$_ce_origin" "$_ce_fix" >&2
+    exit 1
 }

@@ -24,6 +24,40 @@ _cudaenv_rare() {
     fi
     . @RARE_FILE@
 }
+# A shim follows a build to its project: see _cudaenv_find_ancestor (shim-rare.sh).
+_ce_walk=1
+# Does every include or library directory in nvcc's arguments that holds a
+# CUDA runtime (cuda_runtime_api.h, libcudart.so, stubs/libcuda.so) hold the
+# selected toolkit's own? Sets _ce_bad to the first that does not. One `case`
+# per argument and a `test` per directory flag: no process.
+_cudaenv_one_toolkit() {
+    local a d next=
+    for a; do
+        if [ -n "$next" ]; then
+            d=$a
+            next=
+        else
+            case $a in
+                -I | -isystem | -L | --include-path | --system-include | --library-path) next=1; continue ;;
+                -isystem?*) d=${a#-isystem} ;;
+                -I?* | -L?*) d=${a#-?} ;;
+                --include-path=* | --system-include=* | --library-path=*) d=${a#*=} ;;
+                *) continue ;;
+            esac
+        fi
+        _ce_bad=$d
+        if [ -f "$d/cuda_runtime_api.h" ]; then
+            [ "$d/cuda_runtime_api.h" -ef "$_ce_root/include/cuda_runtime_api.h" ] || return 1
+        elif [ -e "$d/libcudart.so" ]; then
+            [ "$d/libcudart.so" -ef "$_ce_root/lib64/libcudart.so" ] ||
+                [ "$d/libcudart.so" -ef "$_ce_root/lib/libcudart.so" ] || return 1
+        elif [ -e "$d/libcuda.so" ] && [ "${d##*/}" = stubs ]; then
+            [ "$d/libcuda.so" -ef "$_ce_root/lib64/stubs/libcuda.so" ] ||
+                [ "$d/libcuda.so" -ef "$_ce_root/lib/stubs/libcuda.so" ] || return 1
+        fi
+    done
+    _ce_bad=
+}
 _ce_name=${0##*/}
 if ! _cudaenv_select; then
     printf 'cudaenv: %s\n' "$_ce_err" >&2
@@ -44,6 +78,24 @@ if [ "$_ce_target" -ef "$0" ] || [ "$_ce_root/bin" -ef "$_ce_r/shims" ]; then
     printf "cudaenv: toolkit root %s points at cudaenv's own shims; fix the alias with 'cudaenv rehash'\n" \
         "$_ce_root" >&2
     exit 1
+fi
+# Called as $CUDAENV_ROOT/bin/<name> (bin is a link to shims/): the caller took
+# the store root for a toolkit root (CUDA_HOME = dirname(dirname(which nvcc))),
+# so its include/ and lib64/ come with this program, and they are the global
+# selection's. One coherent toolkit or none: stop unless that is the toolkit
+# selected here.
+case $0 in
+    */bin/"$_ce_name")
+        if [ "${0%/*}" -ef "$_ce_r/shims" ] && ! [ "$_ce_r/include" -ef "$_ce_root/include" ]; then
+            _cudaenv_rare
+            _cudaenv_mixed_root
+        fi ;;
+esac
+# nvcc given another toolkit's headers or libraries (-I, -isystem, -L: meson's
+# /usr/local/cuda, a stale CUDA_HOME in a build file) would mix two releases.
+if [ "$_ce_name" = nvcc ] && ! _cudaenv_one_toolkit "$@"; then
+    _cudaenv_rare
+    _cudaenv_mixed_flags
 fi
 _cudaenv_apply "$_ce_root"
 exec "$_ce_target" "$@"

@@ -123,7 +123,7 @@ def test_consumers_disagree_and_driver_too_old(tmp_path):
     (m.proj / ".cuda-version").write_text("13.0\n")
     r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[system / "bin"]))
     checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
-    assert checks["torch-finds"]["status"] == "warn" and str(system) in checks["torch-finds"]["verdict"]
+    assert checks["torch-finds"]["status"] == "error" and str(system) in checks["torch-finds"]["verdict"]
     assert checks["torch-toolkit"]["status"] == "error"
     env = m.env(path_first=[system / "bin"])
     r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--json", "--python", m.python, env=env)

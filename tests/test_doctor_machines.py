@@ -40,6 +40,8 @@ def test_seed(tmp_path):
     assert first["torch-toolkit"]["status"] == "error" and first["flashinfer-sm12"]["status"] == "error"
     # The first run already says the 12.8-built caches go after the switch, with the command.
     assert "built by 12.8 must be cleared after switching to 13.0" in first["jit-caches"]["verdict"]
+    # ... and its fix makes the switch before clearing, not a clearing "after switching" alone.
+    assert first["jit-caches"]["fix"] == f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && cudaenv doctor --fix --yes --quiet"
     assert rounds[0].fix == f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && cudaenv doctor --fix --yes --quiet"
     assert len(rounds) == 2
     ends_clean(rounds)
@@ -156,7 +158,17 @@ def test_cudacxx_elsewhere(tmp_path):
     (m.proj / ".cuda-version").write_text("12.8\n")
     env = m.env(path_first=[tk / "bin"], CUDA_HOME=str(tk), CUDACXX=str(other / "bin" / "nvcc"))
     rounds = doctor_rounds(m, env)
-    assert checks(rounds[0])["cmake-finds"]["status"] == "warn"
+    first = checks(rounds[0])["cmake-finds"]
+    # An error; with no hook here, the fix is the hook, which exports CUDACXX as it applies.
+    assert first["status"] == "error" and first["fix"] == HOOK, first
+    ends_clean(rounds)
+    # The hook loaded (shims on PATH) but not run yet, as in a script: CUDA_HOME alone would
+    # not do, CMake reads CUDACXX first. The fix sets it.
+    env = m.env(path_first=[m.root / "shims", tk / "bin"], CUDA_HOME=str(tk), CUDACXX=str(other / "bin" / "nvcc"))
+    rounds = doctor_rounds(m, env)
+    first = checks(rounds[0])["cmake-finds"]
+    assert first["status"] == "error" and first["fix"].startswith("export ") and \
+        f"CUDACXX={tk}/bin/nvcc" in first["fix"], first
     ends_clean(rounds)
 
 

@@ -487,3 +487,38 @@ def test_changing_the_shared_stores_setting_applies_at_the_next_prompt(shell, wo
     assert unlisted["CUDA_HOME"] == "/opt/users-own-cuda" and str(tk) not in unlisted["PATH"], (shell, unlisted)
     errs = p.stderr.strip().splitlines()
     assert len(errs) == 1 and "cudaenv install 13.1" in errs[0], p.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_cd_applies_at_once_without_a_prompt(shell, world):
+    """`bash -ic 'cd proj && build'` shows no prompt: the change of directory itself applies
+    the selection (bash wraps cd/pushd/popd, zsh has chpwd, fish a PWD event), and a cd of
+    the user's own defined before the hook keeps working."""
+    tmp, root, env, init = world
+    users_cd = {"bash": 'cd() { builtin cd "$@" && echo "users cd"; }\n', "zsh": "", "fish": ""}[shell]
+    tk = str(root / "versions" / "12.8.1")
+    body = f"cd {tmp}/p128/src && show\npushd {tmp}/p130 >/dev/null && show\npopd >/dev/null && show\n" \
+        if shell != "fish" else f"cd {tmp}/p128/src; and show\npushd {tmp}/p130; and show\npopd; and show\n"
+    p, (in128, in130, back) = session(shell, world, body)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert in128["CUDA_HOME"] == tk and in128["CUDACXX"] == f"{tk}/bin/nvcc", in128
+    assert in130["CUDA_HOME"] == str(root / "versions" / "13.0.2"), in130
+    assert back["CUDA_HOME"] == tk, back
+    if users_cd:
+        script = tmp / "users-cd.bash"
+        script.write_text(SHOW[shell] + users_cd + f"source {init[shell]}\ncd {tmp}/p128 && show\n")
+        q = subprocess.run(EXE[shell] + [str(script)], env=env, cwd=tmp, capture_output=True, text=True, timeout=60)
+        assert q.stdout.startswith("users cd\n") and f"CUDA_HOME={tk}\n" in q.stdout, q.stdout + q.stderr
+
+
+def test_bash_ic_cd_then_build_uses_the_projects_toolkit(world):
+    """A real interactive bash, the hook loaded by ~/.bashrc in $HOME, then `cd proj && nvcc`."""
+    tmp, root, env, init = world
+    home = tmp / "home"
+    home.mkdir()
+    # The global selection is another toolkit: the one the hook applies in $HOME.
+    subprocess.run([sys.executable, "-m", "cudaenv", "global", "13.0"], env=env, check=True, capture_output=True)
+    (home / ".bashrc").write_text(f"source {init['bash']}\n")
+    p = subprocess.run(["bash", "-ic", f"cd {tmp}/p128 && nvcc -c x.cu"], env=dict(env, HOME=str(home)),
+                       cwd=home, capture_output=True, text=True, timeout=60)
+    assert "stub-nvcc release=12.8.1" in p.stdout, p.stdout + p.stderr

@@ -352,8 +352,13 @@ def test_doctor_store_root_mismatch(tmp_path):
             f"bin/nvcc runs the selected 12.8.1 ({tk128}), but its include/ and lib64/ are the global 13.0.2 ({tk130})")
     assert line in r.stdout, r.stdout
     assert f"dirname(dirname(which nvcc)) = {m.root}" in r.stdout
-    assert ('eval "$(cudaenv init - bash)"' in r.stdout and "export CUDA_HOME=$(cudaenv prefix)" in r.stdout
-            and "cudaenv exec -- <command>" in r.stdout)
+    assert ('eval "$(cudaenv init - bash)"' in r.stdout and f"export CUDA_HOME={tk128} CUDA_PATH={tk128} "
+            f"CUDACXX={tk128}/bin/nvcc" in r.stdout and "cudaenv exec -- <command>" in r.stdout)
+    # Its own words: the store root's headers follow the global file, named as a path.
+    assert f"follow only the store's global selection ({m.root}/version)" in r.stdout, r.stdout
+    # The consumers' build directories, where the shim stops the build.
+    assert "~/.cache/torch_extensions" in r.stdout and "~/.cache/flashinfer" in r.stdout
+    assert f"cudaenv's shim stops every such build at its first nvcc (\"cudaenv: {m.root}/bin/nvcc was" in r.stdout
     assert 'fix: eval "$(cudaenv init - bash)"' in r.stdout
     # Each way out clears it: `cudaenv exec` sets CUDA_HOME to the selection.
     r = subprocess.run([sys.executable, "-m", "cudaenv", "exec", "--", sys.executable, "-m", "cudaenv", "doctor",
@@ -374,4 +379,4 @@ def test_doctor_store_root_without_headers(tmp_path):
     r = _doctor(m, env, m.proj)
     assert f"[error] store-root: torch's cpp_extension would build with {m.root}, which has no headers of the " \
            "selected 13.0.2" in r.stdout, r.stdout
-    assert f"{m.root}/include does not exist" in r.stdout and "cuda_runtime.h: No such file or directory" in r.stdout
+    assert f"{m.root}/include does not exist" in r.stdout and "cudaenv's shim stops every such build" in r.stdout

@@ -1,0 +1,112 @@
+"""Every way a build runs, with real consumers, a real nvcc and strace (tests/buildmodes.py):
+each build uses the project's toolkit or stops at once with cudaenv's one-line message, and
+doctor's verdict in that mode says which. docs/build-modes.md is this matrix."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import buildmodes as bm
+
+WHY = bm.missing()
+# Read at import: the hermetic-home fixture drops CUDAENV_* settings before each test runs.
+UPDATE = os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1"
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"build-mode harness: {WHY}")
+
+# What the design promises, cell by cell: the hook and exec build with the selection; with
+# only the shims, a consumer that takes the store root for CUDA_HOME stops (its headers are
+# the global toolkit's), meson stops (it adds /usr/local/cuda's headers), CMake builds with
+# the selection in and out of tree (the shim follows the build to the project).
+EXPECTED = {
+    ("shims", "torch load()"): "stopped by cudaenv",
+    ("shims", "torch setup.py"): "stopped by cudaenv",
+    ("shims", "FlashInfer JIT"): "stopped by cudaenv",
+}
+# meson, with no CUDA_PATH, takes /usr/local/cuda: where that is a toolkit the shim sees its
+# headers on nvcc's line and stops; where there is none, meson stops itself at configure
+# ("Please specify the desired CUDA Toolkit version ... or set the CUDA_PATH environment
+# variable"), before anything compiles.
+USR_LOCAL_CUDA = bm.Path("/usr/local/cuda/include/cuda_runtime_api.h").is_file()
+if USR_LOCAL_CUDA:
+    EXPECTED[("shims", "meson")] = "stopped by cudaenv"
+CELLS: dict = {}  # filled by the cell tests, read by the page test
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """The second toolkit and meson, made once for both worlds."""
+    return tmp_path_factory.mktemp("shared")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, shared):
+    return bm.make_world(tmp_path_factory.mktemp("world"), shared)
+
+
+@pytest.fixture(scope="module")
+def doctors(world):
+    return {}
+
+
+def doctor_in(world, doctors, mode):
+    if mode not in doctors:
+        doctors[mode] = bm.doctor(world, mode)
+    return doctors[mode]
+
+
+@pytest.mark.parametrize("consumer", list(bm.CONSUMERS))
+@pytest.mark.parametrize("mode", bm.MODES)
+def test_cell(world, doctors, mode, consumer):
+    if consumer == "meson" and world.meson:
+        pytest.skip(world.meson)
+    report = doctor_in(world, doctors, mode)
+    if report is None:
+        CELLS.setdefault(mode, {})[consumer] = ("not in this build", "-", "")
+        pytest.skip(f"the {mode} mode is not part of this build")
+    try:
+        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer])
+    finally:
+        bm.clean(world)
+    assert t is not None
+    result = bm.outcome(t)
+    status, verdicts = bm.verdict(report, consumer)
+    message = bm.cudaenv_message(t) or ""
+    CELLS.setdefault(mode, {})[consumer] = (result, status, message)
+    detail = f"{mode} / {consumer}: {result}; nvcc {t.nvcc}, headers {t.headers}, libs {t.libs}; {t.files}\n{t.output[-2000:]}"
+    if (mode, consumer) == ("shims", "meson") and not USR_LOCAL_CUDA:
+        assert result.startswith("failed") and "CUDA_PATH" in t.output and not (t.nvcc | t.headers | t.libs), detail
+        return
+    assert result in ("selected", "stopped by cudaenv"), detail
+    assert result == EXPECTED.get((mode, consumer), "selected"), detail
+    if result == "stopped by cudaenv":
+        # One line, starting with "cudaenv:", that holds a fix.
+        assert message.count("\n") == 0 and ("cudaenv exec --" in message or "export CUDA_HOME=" in message), message
+    assert bm.agrees(result, status), f"doctor says {status} ({verdicts}) where the build was {result}"
+
+
+def test_the_page_is_this_matrix(world):
+    cells = {m: CELLS.get(m, {}) for m in bm.MODES}
+    ran = sum(len(v) for v in cells.values())
+    if ran != len(bm.MODES) * len(bm.CONSUMERS):
+        pytest.skip(f"only {ran} of {len(bm.MODES) * len(bm.CONSUMERS)} cells ran here")
+    if not USR_LOCAL_CUDA:
+        pytest.skip("the page was made on a machine with a /usr/local/cuda toolkit (meson's cell depends on it)")
+    text = bm.render(cells)
+    if UPDATE:  # as for tests/golden: rewrite after an intended change
+        bm.DOC.write_text(text)
+    assert bm.DOC.is_file() and bm.DOC.read_text() == text, \
+        "docs/build-modes.md is stale: run python tests/buildmodes.py --write"
+
+
+def test_with_the_global_selection_the_store_root_is_one_toolkit(tmp_path_factory, shared):
+    """Where the project's toolkit is also the global one, the store root's include/ and
+    lib64/ are that toolkit's: torch's load() with only the shims builds with it, and doctor
+    says ok."""
+    w = bm.make_world(tmp_path_factory.mktemp("global-world"), shared, global_is_project=True)
+    t = bm.run_traced(w, "shims", bm.CONSUMERS["torch load()"])
+    assert t is not None and bm.outcome(t) == "selected", t.output[-2000:]
+    report = bm.doctor(w, "shims")
+    assert report is not None
+    assert bm.verdict(report, "torch load()")[0] == "ok"
