@@ -18,6 +18,11 @@ that directory (like NVIDIA's redist listing). Faults, each for the next
   status500    HTTP 500 instead of the file
   404          HTTP 404 even though the file exists
   slow         sleeps `delay` seconds before answering
+  hold         announces the full length, sends half, then holds the connection
+               open until the test calls srv.release() (srv.held is set once the
+               half is sent: the client is then certainly mid-download)
+  trickle      announces the full length, then sends one byte every `delay` seconds
+  endless      no length at all: a chunked body of zeros that never ends
 """
 
 from __future__ import annotations
@@ -89,6 +94,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.end_headers()
                     return
                 status = 206
+        if fault and fault[0] == "endless":
+            return self._endless(path)
         body = data[start:]
         announced = len(body)
         if fault and fault[0] == "wrong_body":
@@ -106,6 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
+        if fault and fault[0] in ("hold", "trickle"):
+            return self._hold(body) if fault[0] == "hold" else self._trickle(body, fault[1])
         if fault and fault[0] == "drop":
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
@@ -116,6 +125,38 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             return
         self.wfile.write(body)
+
+    def _hold(self, body: bytes) -> None:
+        self.wfile.write(body[: len(body) // 2])
+        self.wfile.flush()
+        self.server.owner.held.set()
+        self.server.owner.released.wait()
+        self.close_connection = True
+
+    def _trickle(self, body: bytes, delay: float) -> None:
+        try:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                if self.server.owner.released.wait(delay):
+                    break
+        except OSError:
+            pass  # the client gave up, as it should
+        self.close_connection = True
+
+    def _endless(self, path: str) -> None:
+        self._record(path, 200)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        block = b"%x\r\n" % (64 << 10) + bytes(64 << 10) + b"\r\n"
+        try:
+            while not self.server.owner.released.is_set():
+                self.wfile.write(block)
+        except OSError:
+            pass  # the client stopped reading: the point of the test
+        self.close_connection = True
 
     def _index(self, path: str, local: Path):
         rows = "".join(
@@ -147,6 +188,8 @@ class FileServer:
         self.lock = threading.Lock()
         self.requests: list[tuple] = []
         self._faults: dict[str, list] = {}
+        self.held = threading.Event()  # a "hold" fault has sent its half
+        self.released = threading.Event()  # ends "hold", "trickle" and "endless" answers
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -180,6 +223,10 @@ class FileServer:
             self.requests.clear()
             self._faults.clear()
 
+    def release(self) -> None:
+        """Let held, trickling and endless answers end."""
+        self.released.set()
+
     def start(self) -> "FileServer":
         self._thread.start()
         FileServer.serving[self.url] = self.root
@@ -187,6 +234,7 @@ class FileServer:
 
     def stop(self) -> None:
         FileServer.serving.pop(self.url, None)
+        self.release()
         self._httpd.shutdown()
         self._httpd.server_close()
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import extract
+from cudaenv import diskspace, extract
+from cudaenv.diskspace import LowDiskSpace
 from cudaenv.extract import UnsafeArchive
 from redist_mirror import write_tar_xz
 from test_deb import ar_archive
@@ -108,10 +109,11 @@ class Scene:
 
 
 def extract_quietly(kind, path, root):
-    """Extract; a refusal must be UnsafeArchive with a one-line message naming the archive."""
+    """Extract; a refusal (UnsafeArchive, or LowDiskSpace at the free-space floor) must be one
+    line naming the archive."""
     try:
         extract.extract_artifact(path, kind, root, SUBDIR[kind])
-    except UnsafeArchive as e:
+    except (UnsafeArchive, LowDiskSpace) as e:
         message = str(e)
         assert path.name in message and "\n" not in message and len(message) < 600, message
         return message
@@ -335,7 +337,7 @@ def test_extraction_stops_before_the_free_space_reserve(tmp_path, small_fs, kind
                 [(f"lib/part{i}.bin", "file", zeros(10), 0o644) for i in range(8)])
     root = small_fs / "root"
     message = extract_quietly(kind, arc, root)
-    reserve = min(extract.RESERVE_MAX, int(50 * 2**20 * extract.RESERVE_FRACTION))
+    reserve = min(diskspace.RESERVE_MAX, int(50 * 2**20 * diskspace.RESERVE_FRACTION))
     assert message and "would leave less than" in message and "free" in message
     assert free_bytes(small_fs) >= reserve  # stopped in time; the filesystem never filled
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from .. import components
+from ..errors import EX_INTERRUPTED
 from ..progress import Progress, human_bytes
 from ..sources import registry
 from .common import fail
@@ -171,8 +172,9 @@ def install(versions: tuple[str, ...], source: str, profile: str, extra: tuple[s
             results.append({"request": spec, "error": str(e), "exit_code": e.exit_code})
             continue
         except KeyboardInterrupt:
-            click.echo("cudaenv: install interrupted; nothing was installed", err=True)
-            sys.exit(130)
+            progress.abandon()
+            click.echo("cudaenv: install interrupted; nothing was installed (downloads resume next time)", err=True)
+            sys.exit(EX_INTERRUPTED)
         results.append(r.to_json())
         if not as_json and not quiet:
             stats = f"[{human_bytes(r.downloaded_bytes)} downloaded, {r.cache_hits} cached, {r.seconds:.1f}s]"
