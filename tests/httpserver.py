@@ -176,14 +176,23 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: "FileServer"
 
+    def handle_error(self, request, client_address):
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)) or "SSL" in type(sys.exc_info()[1]).__name__:
+            return  # a client that gave up (the point of some tests) or refused our certificate
+        super().handle_error(request, client_address)
+
 
 class FileServer:
     # url -> served directory, for helpers that need to know what a URL serves
     # (tests/redist_mirror.py finds a mirror's pins file this way).
     serving: dict[str, Path] = {}
 
-    def __init__(self, root: Path, ranges: bool = True):
+    def __init__(self, root: Path, ranges: bool = True, tls=None):
+        """tls: an ssl.SSLContext (server side) to serve https:// with (see self_signed)."""
         self.root = Path(root)
+        self.scheme = "https" if tls is not None else "http"
         self.ranges = ranges  # False: ignore Range headers like some servers do
         self.lock = threading.Lock()
         self.requests: list[tuple] = []
@@ -192,11 +201,13 @@ class FileServer:
         self.released = threading.Event()  # ends "hold", "trickle" and "endless" answers
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/"
+        return f"{self.scheme}://127.0.0.1:{self._httpd.server_address[1]}/"
 
     def fault(self, path: str, kind: str, times: int | None = 1, delay: float = 0.0) -> None:
         with self.lock:
@@ -245,6 +256,20 @@ class FileServer:
         self.stop()
 
 
+def self_signed(directory: Path):
+    """(server ssl.SSLContext, cert.pem): a certificate for 127.0.0.1 made now with openssl,
+    signed by nobody a client trusts unless it is told to trust this very file."""
+    import ssl
+
+    cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
+                    str(cert)], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx, cert
+
+
 def closed_port() -> int:
     """A loopback port nothing listens on: connecting to it is refused at once."""
     s = socket.socket()
@@ -266,3 +291,61 @@ def serve_process(argv: list[str], port: int, what: str) -> subprocess.Popen:
     proc.terminate()
     proc.wait(timeout=10)
     raise RuntimeError(f"{what} did not start")
+
+
+class ConnectProxy:
+    """A real HTTP proxy on 127.0.0.1 that tunnels CONNECT requests (as HTTPS_PROXY is used).
+
+        with ConnectProxy() as proxy:
+            env["HTTPS_PROXY"] = proxy.url
+            proxy.tunnels                # "host:port" of every CONNECT seen
+    """
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.tunnels: list[str] = []
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
+
+    def _tunnel(self, conn: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = conn.recv(4096)
+            if not data:
+                conn.close()
+                return
+            head += data
+        target = head.split(b" ", 2)[1].decode()
+        self.tunnels.append(target)
+        host, port = target.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)))
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pump(a: socket.socket, b: socket.socket) -> None:
+            try:
+                while data := a.recv(65536):
+                    b.sendall(data)
+            except OSError:
+                pass
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
+        pump(conn, upstream)
+
+    def __enter__(self) -> "ConnectProxy":
+        threading.Thread(target=self._serve, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()

@@ -225,3 +225,32 @@ def test_fetch_all_stops_the_others_when_one_fails(env, server):
         dl.fetch_all([held, broken])
     assert dl.cancel.is_set()
     assert not part_of(broken).exists()
+
+
+def test_a_large_member_stops_at_its_next_chunk_when_cancelled(tmp_path, monkeypatch):
+    """Cancel is seen inside a member, not only between members: a 64 MiB member stops after
+    a few MiB. The cancel flag turns on once the member's first chunks were written."""
+    from redist_mirror import write_tar_xz
+
+    from cudaenv import extract
+
+    monkeypatch.setenv("CUDAENV_MAX_EXPANSION", "100000")
+    arc = tmp_path / "big.tar.xz"
+    write_tar_xz(arc, [("top/lib/big.bin", "file", b"\0" * (64 << 20), 0o644)])
+
+    class AfterChunks(threading.Event):
+        """Set once checked `n` times: between members once, then once per chunk."""
+
+        def __init__(self, n: int):
+            super().__init__()
+            self.left = n
+
+        def is_set(self) -> bool:
+            self.left -= 1
+            return self.left < 0 or super().is_set()
+
+    out = tmp_path / "out"
+    with pytest.raises(extract.Cancelled):
+        extract.extract_artifact(arc, "tar.xz", out, "top", AfterChunks(4), "big.tar.xz")
+    written = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert written <= 4 * extract.CHUNK

@@ -212,3 +212,29 @@ def test_sigterm_while_unpacking_stops_the_install(tmp_path, mirror, srv):
     assert not (trees / nvcc_sha).exists()
     assert_nothing_half_done(tmp_path, mirror)
     finish_install(tmp_path, srv, env)
+
+
+# -- the free-space floor, through the CLI -------------------------------------------------------------
+
+def test_cudaenv_disk_reserve_is_kept_before_any_download(tmp_path, mirror, srv):
+    """A floor above what the cache's filesystem has free: the install fails before it fetches a byte."""
+    env = install_env(tmp_path, srv)
+    (tmp_path / "cache").mkdir()
+    st = os.statvfs(tmp_path / "cache")
+    env["CUDAENV_DISK_RESERVE"] = str(st.f_bavail * st.f_frsize + (1 << 30))
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.2", "--source", "redist"],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("cudaenv: not enough free space for the download") and "CUDAENV_DISK_RESERVE" in last
+    assert [q for q in srv.requests if q[1].endswith(".tar.xz")] == []
+    assert not (tmp_path / "root" / "versions" / "13.0.2").exists()
+
+
+def test_a_disk_reserve_that_is_not_a_number_is_bad_input(tmp_path, srv):
+    env = install_env(tmp_path, srv)
+    env["CUDAENV_DISK_RESERVE"] = "lots"
+    r = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.2", "--source", "redist"],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == \
+        "cudaenv: CUDAENV_DISK_RESERVE: expected a number of bytes, not 'lots'", r.stderr

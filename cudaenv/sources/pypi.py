@@ -275,10 +275,15 @@ class PypiSource:
     def _get(self, url: str, accept: str | None = None, stream: bool = False):
         import requests
 
+        from ..download import ca_bundle, tls_problem
+
         headers = {"Accept": accept} if accept else {}
         try:
-            resp = self.session.get(url, headers=headers, timeout=self.timeout, stream=stream)
+            resp = self.session.get(url, headers=headers, timeout=self.timeout, stream=stream, verify=ca_bundle())
         except (requests.ConnectionError, requests.Timeout) as e:
+            tls = tls_problem(e, url)
+            if tls:  # not an outage: the same answer comes every time until the CA is configured
+                raise SourceError(f"PyPI index {redact(self.index)}: {tls}") from None
             raise Unreachable(
                 f"PyPI index {redact(self.index)} is unreachable ({type(e).__name__}); "
                 "check the network or set CUDAENV_PYPI_URL"
