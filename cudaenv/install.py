@@ -264,6 +264,14 @@ def check_free_space(path: Path, needed: int, what: str) -> None:
         )
 
 
+def check_store_writable() -> None:
+    """Refuse, before any source is asked, an install into a store this user may not write
+    (another user's, or a read-only mount): the same one line `cudaenv global` gives."""
+    for d in (store.versions_dir(), store.staging_dir(), store.locks_dir()):
+        if not store.can_write(d):
+            raise BadInput(str(store.refused(d, PermissionError(errno.EACCES, os.strerror(errno.EACCES))))) from None
+
+
 def smoke_test(root: Path, release: Release) -> str:
     nvcc = root / "bin" / "nvcc"
     try:
@@ -450,6 +458,7 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
         extra |= set(receipt.get("extra") or ())
         source = receipt.get("source", source)
         spec = Spec(str(target), (target.major, target.minor, target.patch))
+    check_store_writable()
     for name in clean_stale_staging():
         progress.message(f"removed stale staging {name}")
 
