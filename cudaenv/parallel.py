@@ -77,9 +77,9 @@ def run(jobs: Sequence[T], fn: Callable[[T], R], workers: int, stop: Callable[[]
 
     threads = [threading.Thread(target=worker, name=f"{name}-{n}", daemon=True)
                for n in range(max(1, min(workers, len(jobs))))]
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()  # inside the try: an interrupt between two starts stops the first too
         for t in threads:
             while t.is_alive():
                 t.join(0.25)  # a timed join: the main thread's signal handlers run in between

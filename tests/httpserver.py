@@ -22,7 +22,8 @@ that directory (like NVIDIA's redist listing). Faults, each for the next
                open until the test calls srv.release() (srv.held is set once the
                half is sent: the client is then certainly mid-download)
   trickle      announces the full length, then sends one byte every `delay` seconds
-  endless      no length at all: a chunked body of zeros that never ends
+  endless      no length at all: a chunked body of zeros that does not end (until the
+               test releases it, or ENDLESS_LIMIT: a broken client must not fill the disk)
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 _RANGE_RE = re.compile(r"bytes=(\d+)-(\d*)\Z")
+# What an "endless" answer sends at most: far more than any test lets a client take.
+ENDLESS_LIMIT = 256 << 20
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -152,7 +155,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         block = b"%x\r\n" % (64 << 10) + bytes(64 << 10) + b"\r\n"
         try:
-            while not self.server.owner.released.is_set():
+            for _ in range(ENDLESS_LIMIT // len(block)):
+                if self.server.owner.released.is_set():
+                    break
                 self.wfile.write(block)
         except OSError:
             pass  # the client stopped reading: the point of the test

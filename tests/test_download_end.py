@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import time
 
 import pytest
 
@@ -52,9 +53,10 @@ def fetch_in_thread(dl: Downloader, art: Artifact):
 # -- an overall deadline ----------------------------------------------------------------------------
 
 def test_a_trickling_server_meets_the_deadline_and_the_part_is_kept(env, server, monkeypatch):
-    """One byte every 0.05 s never trips the read timeout; the deadline ends it."""
+    """One byte every 0.05 s never trips the read timeout; the deadline ends it. (400 bytes: without
+    a deadline the download would finish, slowly, and the test fail rather than hang.)"""
     monkeypatch.setenv("CUDAENV_DOWNLOAD_DEADLINE", "1")
-    art = publish(server, "slow.tar.xz")
+    art = publish(server, "slow.tar.xz", size=400)
     server.fault("slow.tar.xz", "trickle", times=None, delay=0.05)
     with pytest.raises(DownloadError) as e:
         Downloader().fetch(art)
@@ -122,7 +124,8 @@ def test_an_unsized_archive_within_the_cap_is_verified_and_cached(env, server):
     assert hashlib.sha256(got.path.read_bytes()).hexdigest() == art.sha256
 
 
-def test_file_dev_zero_is_refused_at_once(env):
+def test_file_dev_zero_is_refused_at_once(env, monkeypatch):
+    monkeypatch.setenv("CUDAENV_DOWNLOAD_MAX", str(1 << 20))  # were it read, it would stop here
     art = Artifact(component="z", version="1", url="file:///dev/zero", sha256="0" * 64, size=None,
                    filename="zero.whl", kind="wheel")
     with pytest.raises(DownloadError, match="file:///dev/zero: not a regular file"):
@@ -206,6 +209,10 @@ def test_stop_ends_a_download_blocked_in_a_read(env, server):
     dl = Downloader()
     t, outcome = fetch_in_thread(dl, art)
     assert server.held.wait(60)
+    for _ in range(3000):  # until what the server sent is in the .part file
+        if part_of(art).exists() and part_of(art).stat().st_size >= art.size // 2:
+            break
+        time.sleep(0.01)
     dl.stop()
     t.join(60)
     assert not t.is_alive(), "stop() did not end a read blocked on the socket"
@@ -254,3 +261,48 @@ def test_a_large_member_stops_at_its_next_chunk_when_cancelled(tmp_path, monkeyp
         extract.extract_artifact(arc, "tar.xz", out, "top", AfterChunks(4), "big.tar.xz")
     written = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     assert written <= 4 * extract.CHUNK
+
+
+def test_an_interrupt_stops_the_parallel_jobs_and_is_raised(env):
+    """SIGALRM (raising KeyboardInterrupt, as SIGINT does) reaches the main thread while it waits
+    for the workers: run() calls stop(), which ends the blocked job, and re-raises."""
+    import signal
+
+    from cudaenv import parallel
+
+    started, stopped = threading.Event(), threading.Event()
+
+    def job(_):
+        started.set()
+        assert stopped.wait(600), "never stopped"
+        return "stopped"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    main = threading.main_thread().ident
+    threading.Thread(target=lambda: started.wait(600) and signal.pthread_kill(main, signal.SIGALRM),
+                     daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parallel.run([1, 2], job, 2, stopped.set)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    assert stopped.is_set()
+
+
+def test_a_failed_job_stops_the_others_and_is_raised(env):
+    from cudaenv import parallel
+
+    stopped = threading.Event()
+
+    def job(n):
+        if n == 1:
+            raise ValueError("job 1 failed")
+        assert stopped.wait(600), "never stopped"
+        return n
+
+    with pytest.raises(ValueError, match="job 1 failed"):
+        parallel.run([0, 1, 2], job, 3, stopped.set)
+    assert parallel.run([3, 4], lambda n: n * 2, 2, lambda: None) == [6, 8]
