@@ -306,3 +306,30 @@ def test_a_failed_job_stops_the_others_and_is_raised(env):
     with pytest.raises(ValueError, match="job 1 failed"):
         parallel.run([0, 1, 2], job, 3, stopped.set)
     assert parallel.run([3, 4], lambda n: n * 2, 2, lambda: None) == [6, 8]
+
+
+def test_a_fifo_in_a_file_index_is_refused_without_blocking(tmp_path):
+    """A PEP 503 index on a filesystem (file://, as pip reads one) whose project page is a FIFO."""
+    from cudaenv.sources import pypi
+    from cudaenv.sources.base import SourceError
+
+    project = tmp_path / "simple" / pypi.META_PACKAGE
+    project.mkdir(parents=True)
+    os.mkfifo(project / "index.html")
+    src = pypi.PypiSource((tmp_path / "simple").as_uri() + "/")
+    outcome: dict = {}
+
+    def go():
+        try:
+            outcome["result"] = src.releases()
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            outcome["error"] = e
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(60)
+    if t.is_alive():
+        os.close(os.open(project / "index.html", os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("a FIFO in a file:// index blocked the pypi source in open()")
+    assert isinstance(outcome.get("error"), SourceError), outcome
+    assert "index.html: not a regular file" in str(outcome["error"]), outcome
