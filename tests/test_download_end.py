@@ -333,3 +333,27 @@ def test_a_fifo_in_a_file_index_is_refused_without_blocking(tmp_path):
         pytest.fail("a FIFO in a file:// index blocked the pypi source in open()")
     assert isinstance(outcome.get("error"), SourceError), outcome
     assert "index.html: not a regular file" in str(outcome["error"]), outcome
+
+
+def test_a_fifo_as_the_pins_file_is_refused_without_blocking(tmp_path, monkeypatch):
+    from cudaenv import pins
+
+    fifo = tmp_path / "pins.json"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("CUDAENV_PINS", str(fifo))
+    outcome: dict = {}
+
+    def go():
+        try:
+            outcome["result"] = pins.load()
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            outcome["error"] = e
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    t.join(60)
+    if t.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("a FIFO as CUDAENV_PINS blocked in open()")
+    assert isinstance(outcome.get("error"), pins.PinsError), outcome
+    assert str(outcome["error"]) == f"CUDAENV_PINS {fifo}: not a regular file"
