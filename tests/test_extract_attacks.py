@@ -406,7 +406,10 @@ def test_cli_free_space_reserve_stops_cleanly(tmp_path, small_fs):
     # 1 MiB of noise and 59 MiB of zeros: 60x, under the expansion limit, over the 50 MiB filesystem.
     m, name = hostile_mirror(tmp_path, [], payload=os.urandom(1 << 20) + zeros(59))
     r, root, left = cli_install(tmp_path, m, root=small_fs / "root", CUDAENV_CACHE_DIR=str(tmp_path / "cache"))
-    assert_one_line_failure(r, "would leave less than", "free")
+    # Told as low disk space, with the setting that moves the floor: not as a refusal of the archive.
+    assert_one_line_failure(r, "cudaenv: not enough free space: ", "would leave less than", "free",
+                            "CUDAENV_DISK_RESERVE")
+    assert "unsafe" not in r.stderr
     assert left == [] and not (root / "versions" / "13.0.2").exists()
     assert free_bytes(small_fs) > 45 << 20  # the staging tree is gone
 

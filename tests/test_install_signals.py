@@ -238,3 +238,31 @@ def test_a_disk_reserve_that_is_not_a_number_is_bad_input(tmp_path, srv):
                        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert r.returncode == 1 and r.stderr.strip().splitlines()[-1] == \
         "cudaenv: CUDAENV_DISK_RESERVE: expected a number of bytes, not 'lots'", r.stderr
+
+
+def test_sigterm_while_waiting_for_another_install_of_the_release(tmp_path, mirror, srv):
+    """The test holds locks/13.0.2.lock, as a running install of 13.0.2 would: the install waits
+    for it in its main thread, and SIGTERM ends the wait."""
+    env = install_env(tmp_path, srv)
+    locks = tmp_path / "root" / "locks"
+    locks.mkdir(parents=True)
+    lock = locking.FileLock(locks / "13.0.2.lock")
+    assert lock.acquire()
+    proc = start(tmp_path, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for line in proc.stderr:  # printed once the install finds the lock taken
+            if line.startswith("waiting for another install of 13.0.2"):
+                break
+        else:
+            pytest.fail("the install never waited for the lock")
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        lock.release()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (proc.returncode, rest)
+    assert_one_interrupted_line(rest)
+    assert_nothing_half_done(tmp_path, mirror)
