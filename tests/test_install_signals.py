@@ -100,6 +100,31 @@ def assert_one_interrupted_line(stderr: str) -> None:
     assert ours == [INTERRUPTED], stderr
 
 
+def sigterm_while_held(tmp: Path, env: dict, lock_path: Path, marker: str) -> str:
+    """Hold the lock at `lock_path` (as another install would), start an install, and send it
+    SIGTERM once it has printed a line starting with `marker`: reading stderr waits for that
+    point, no clock. Asserts status 130; returns what it printed after the marker."""
+    lock = locking.FileLock(lock_path)
+    assert lock.acquire()
+    proc = start(tmp, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for line in proc.stderr:
+            if line.startswith(marker):
+                break
+        else:
+            pytest.fail(f"the install ended before printing {marker!r}")
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        proc.wait(timeout=120)
+    finally:
+        lock.release()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (proc.returncode, rest)
+    return rest
+
+
 def finish_install(tmp: Path, srv: FileServer, env: dict) -> None:
     srv.clear()
     srv.release()
@@ -187,29 +212,11 @@ def test_sigterm_while_unpacking_stops_the_install(tmp_path, mirror, srv):
     nvcc_sha = sha(mirror.archive("13.0.2", "cuda_nvcc"))
     trees = tmp_path / "cache" / "trees"
     trees.mkdir(parents=True)
-    lock = locking.FileLock(trees / f"{nvcc_sha}.lock")
-    assert lock.acquire()
-    proc = start(tmp_path, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        # "download: done" is printed once every archive is fetched: from then on the install is
-        # in its unpack step, which cannot pass the held tree. Reading stderr waits for it, no clock.
-        for line in proc.stderr:
-            if line.startswith("download: done"):
-                break
-        else:
-            pytest.fail("the install ended before unpacking")
-        assert (tmp_path / "cache" / "sha256" / nvcc_sha).is_file()
-        proc.send_signal(signal.SIGTERM)
-        rest = proc.stderr.read()
-        proc.wait(timeout=120)
-    finally:
-        lock.release()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, (proc.returncode, rest)
+    # "download: done" is printed once every archive is fetched: from then on the install is
+    # in its unpack step, which cannot pass the held tree.
+    rest = sigterm_while_held(tmp_path, env, trees / f"{nvcc_sha}.lock", "download: done")
     assert_one_interrupted_line(rest)
-    assert not (trees / nvcc_sha).exists()
+    assert (tmp_path / "cache" / "sha256" / nvcc_sha).is_file() and not (trees / nvcc_sha).exists()
     assert_nothing_half_done(tmp_path, mirror)
     finish_install(tmp_path, srv, env)
 
@@ -246,23 +253,6 @@ def test_sigterm_while_waiting_for_another_install_of_the_release(tmp_path, mirr
     env = install_env(tmp_path, srv)
     locks = tmp_path / "root" / "locks"
     locks.mkdir(parents=True)
-    lock = locking.FileLock(locks / "13.0.2.lock")
-    assert lock.acquire()
-    proc = start(tmp_path, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        for line in proc.stderr:  # printed once the install finds the lock taken
-            if line.startswith("waiting for another install of 13.0.2"):
-                break
-        else:
-            pytest.fail("the install never waited for the lock")
-        proc.send_signal(signal.SIGTERM)
-        rest = proc.stderr.read()
-        proc.wait(timeout=120)
-    finally:
-        lock.release()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, (proc.returncode, rest)
+    rest = sigterm_while_held(tmp_path, env, locks / "13.0.2.lock", "waiting for another install of 13.0.2")
     assert_one_interrupted_line(rest)
     assert_nothing_half_done(tmp_path, mirror)
