@@ -202,11 +202,11 @@ def tls_problem(exc, where: str) -> str | None:
 
     seen, e = set(), exc
     is_ssl = isinstance(exc, requests.exceptions.SSLError)
-    detail = ""
+    cert, detail = False, ""
     while e is not None and id(e) not in seen:  # the ssl error sits deep in urllib3's wrappers
         seen.add(id(e))
         if isinstance(e, ssl.SSLCertVerificationError):
-            is_ssl, detail = True, e.verify_message or e.reason or str(e)
+            is_ssl, cert, detail = True, True, e.verify_message or e.reason or str(e)
             break
         if isinstance(e, ssl.SSLError):
             is_ssl, detail = True, e.reason or str(e)
@@ -216,6 +216,8 @@ def tls_problem(exc, where: str) -> str | None:
     if not is_ssl:
         return None
     via = " (through the proxy set in HTTPS_PROXY)" if _proxied(where) else ""
+    if not cert:  # no certificate was judged: the other end does not speak TLS as expected
+        return f"{_host(where)}: TLS handshake failed{via}: {detail or 'no details'}; check the URL's scheme and port"
     return (f"{_host(where)}: TLS certificate not trusted{via}: {detail or 'verification failed'}; "
             "if a proxy or private CA signs it, point SSL_CERT_FILE (or REQUESTS_CA_BUNDLE) at that CA's PEM bundle")
 

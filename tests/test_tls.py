@@ -100,3 +100,16 @@ def test_the_pypi_source_names_the_certificate_problem(tmp_path, tls_server):
     r = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.2", "--source", "pypi"],
                        env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "TLS" not in r.stderr and any(q[1].startswith("simple/") for q in tls_server.requests), r.stderr
+
+
+def test_https_to_a_plain_http_server_is_a_handshake_failure_not_a_certificate(env, tmp_path, monkeypatch):
+    for name in CA_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    files = tmp_path / "plain"
+    files.mkdir()
+    with FileServer(files) as srv:
+        url = srv.url.replace("http://", "https://") + "index.json"
+        with pytest.raises(DownloadError) as e:
+            download.fetch_bytes(url)
+    msg = str(e.value)
+    assert "TLS handshake failed" in msg and "scheme and port" in msg and "certificate" not in msg, msg
