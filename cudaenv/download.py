@@ -337,6 +337,31 @@ def _get(url: str, **kw):
                          stream=True, verify=ca_bundle(), **kw)
 
 
+def read_body(resp, limit: int, what: str) -> bytes:
+    """The body of a streamed requests response: at most `limit` bytes (as decoded), and within
+    the deadline however slowly it comes (a source's own index pages, read with its session)."""
+    seconds = deadline()
+    stopper = Stopper(seconds, _late(what, seconds, kept=False))
+    stopper.watch(resp)
+    buf = bytearray()
+    try:
+        for chunk in _body(resp):
+            stopper.check()
+            buf += chunk
+            if len(buf) > limit:
+                raise DownloadError(f"{what}: document larger than {limit} bytes")
+        stopper.check()
+    except DownloadError:
+        raise
+    except Exception as e:  # the socket the deadline shut down, or a dropped connection
+        stopper.check()
+        raise DownloadError(f"{what}: the answer was cut short ({type(e).__name__})") from None
+    finally:
+        stopper.close()
+        stopper.unwatch()
+    return bytes(buf)
+
+
 def fetch_bytes(url: str, limit: int = 64 << 20) -> bytes:
     """A small document (index page, manifest) from http(s):// or file://, within the deadline."""
     if url.startswith("file://"):

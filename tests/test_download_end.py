@@ -357,3 +357,24 @@ def test_a_fifo_as_the_pins_file_is_refused_without_blocking(tmp_path, monkeypat
         pytest.fail("a FIFO as CUDAENV_PINS blocked in open()")
     assert isinstance(outcome.get("error"), pins.PinsError), outcome
     assert str(outcome["error"]) == f"CUDAENV_PINS {fifo}: not a regular file"
+
+
+@pytest.mark.parametrize("fault", ["endless", "trickle"])
+def test_a_pypi_index_page_that_never_ends_is_bounded(env, server, monkeypatch, fault):
+    """The pypi source reads its index pages with its own session: a page that trickles meets
+    the deadline, and an endless one the page bound, instead of holding the install forever."""
+    from cudaenv.sources import pypi
+    from cudaenv.sources.base import SourceError
+
+    monkeypatch.setenv("CUDAENV_DOWNLOAD_DEADLINE", "1")
+    monkeypatch.setattr(pypi, "LOCAL_PAGE_MAX_BYTES", 1 << 20)
+    simple = server.root / "simple"
+    simple.mkdir()
+    (simple / pypi.META_PACKAGE).write_bytes(b"<html><body>" + b" " * 5000 + b"</body></html>\n")
+    server.fault(f"simple/{pypi.META_PACKAGE}/", fault, times=None, delay=0.05)
+    with pytest.raises(SourceError) as e:
+        pypi.PypiSource(server.url + "simple/").releases()
+    msg = str(e.value)
+    expected = "not finished within 1 s (CUDAENV_DOWNLOAD_DEADLINE" if fault == "trickle" else \
+        f"document larger than {1 << 20} bytes"
+    assert f"simple/{pypi.META_PACKAGE}/" in msg and expected in msg, msg
