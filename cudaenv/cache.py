@@ -86,14 +86,14 @@ def _normalize_modes(root: Path) -> None:
 
 def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
     """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now)."""
-    from . import extract
+    from . import extract, parallel
 
     art = item.artifact
     final = tree_path(art.sha256)
     if not fresh and has_tree(art.sha256):
         return final, False
     trees_root().mkdir(parents=True, exist_ok=True)
-    with locking.held(trees_root() / f"{art.sha256}.lock"):
+    with parallel.held(trees_root() / f"{art.sha256}.lock"):  # an interrupt does not wait for the wait
         if not fresh and has_tree(art.sha256):
             return final, False  # another install unpacked it while we waited
         for name in os.listdir(trees_root()):
@@ -154,17 +154,10 @@ class Linker:
 
     def _check_room(self, dst: str, nbytes: int) -> None:
         """A copy (the cache on another filesystem than the store) keeps the same free-space
-        reserve as extraction: it stops before the store's filesystem is nearly full."""
-        from .extract import ArchiveTooLarge, reserve_bytes
-        from .progress import human_bytes
+        floor as extraction: it stops before the store's filesystem is nearly full."""
+        from . import diskspace
 
-        fs = os.statvfs(os.path.dirname(dst))
-        reserve = reserve_bytes(fs)
-        free = fs.f_bavail * fs.f_frsize
-        if free - nbytes < reserve:
-            raise ArchiveTooLarge(f"copying {os.path.basename(dst)} from the cache would leave less than "
-                                  f"{human_bytes(reserve)} free on the filesystem of {os.path.dirname(dst)} "
-                                  f"({human_bytes(free)} free); stopped")
+        diskspace.ensure(os.path.dirname(dst), nbytes, f"copying {os.path.basename(dst)} from the cache")
 
 
 def _inside(root: str, path: str) -> bool:

@@ -145,8 +145,18 @@ def _static_candidates(env=None) -> list[tuple[Path, str]]:
         matches = glob.glob(pattern) if any(c in pattern for c in "*?[") else [pattern]
         # cuda-12.8 before cuda-12.10 would be wrong: order by numeric release in the name.
         matches.sort(key=lambda p: release_key(re.sub(r"^.*?(\d+(?:\.\d+)*)$", r"\1", p)), reverse=True)
-        out.extend((Path(m), m) for m in matches)
+        # A toolkit's root is written as text into the alias table and modulefiles: one whose
+        # name is not UTF-8 cannot be, so it is not offered (rather than crashing every rehash).
+        out.extend((Path(m), m) for m in matches if _is_text(m))
     return out
+
+
+def _is_text(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _toolkit(root: Path, origin: str) -> Toolkit | None:

@@ -23,8 +23,8 @@ rather than by checking paths:
   - modes are masked: at most 0755 for directories and executables, 0644 for
     other files (no setuid, setgid, sticky, group or world write);
   - an archive stops when it expands beyond MAX_EXPANSION times its own
-    size, or when writing on would leave less than the reserve free
-    (min(1 GiB, 5% of the filesystem)).
+    size, or when writing on would leave less than the free-space floor
+    (diskspace.py; that one is a LowDiskSpace, not a refusal of the archive).
 Every refusal is an UnsafeArchive with one line naming the archive.
 
 Archives are read as streams (tar.xz is decompressed once, front to back), so
@@ -42,7 +42,7 @@ import zipfile
 from pathlib import Path
 from typing import NoReturn
 
-from . import settings
+from . import diskspace, settings
 from .errors import SourceFailureError
 
 CHUNK = 1 << 20
@@ -55,10 +55,6 @@ MAX_EXPANSION = 100
 EXPANSION_FLOOR = 1 << 20
 # Every member costs at least this much, so a bomb of millions of empty entries counts too.
 MEMBER_COST = 512
-# Extraction stops before the filesystem has less than this much free ...
-RESERVE_MAX = 1 << 30
-# ... or this fraction of its size, whichever is less.
-RESERVE_FRACTION = 0.05
 # Longest symlink target Linux accepts (PATH_MAX - 1).
 LINK_TARGET_MAX = 4095
 # Parent directory fds kept open per archive (members come grouped by directory).
@@ -72,7 +68,7 @@ class UnsafeArchive(SourceFailureError):
 
 
 class ArchiveTooLarge(UnsafeArchive):
-    """The archive would expand beyond MAX_EXPANSION or eat into the free-space reserve."""
+    """The archive would expand beyond MAX_EXPANSION."""
 
 
 class Cancelled(Exception):
@@ -82,6 +78,13 @@ class Cancelled(Exception):
 def _check(cancel) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled()
+
+
+def _chunks(src, cancel):
+    """A member's bytes, CHUNK at a time; a large member stops at its next chunk when cancelled."""
+    while chunk := src.read(CHUNK):
+        _check(cancel)
+        yield chunk
 
 
 def _show(name: str) -> str:
@@ -174,11 +177,6 @@ def max_expansion() -> int:
     return int(text)
 
 
-def reserve_bytes(fs: os.statvfs_result) -> int:
-    """Free space a write must leave on a filesystem (from os.statvfs or os.fstatvfs)."""
-    return min(RESERVE_MAX, int(fs.f_blocks * fs.f_frsize * RESERVE_FRACTION))
-
-
 class _Writer:
     """Writes one archive's members below a root, through directory fds only (see the module doc)."""
 
@@ -195,7 +193,6 @@ class _Writer:
         self.written: list[str] = []
         self.budget = max(compressed_size * self.ratio, EXPANSION_FLOOR) if compressed_size else None
         self.spent = 0
-        self.reserve = reserve_bytes(os.fstatvfs(self.root_fd))
 
     def close(self) -> None:
         for fd in self.dirs.values():
@@ -209,19 +206,13 @@ class _Writer:
     # -- limits
 
     def charge(self, nbytes: int, member: str) -> None:
-        """Count nbytes about to be written; stop past the expansion ratio or the free-space reserve."""
+        """Count nbytes about to be written; stop past the expansion ratio or the free-space floor."""
         self.spent += nbytes
         if self.budget is not None and self.spent > self.budget:
             self.fail(member, f"takes the archive past {self.ratio}x its compressed size "
                               f"({self.spent} bytes so far); "
                               "refusing what looks like a decompression bomb", ArchiveTooLarge)
-        fs = os.fstatvfs(self.root_fd)
-        free = fs.f_bavail * fs.f_frsize
-        if free - nbytes < self.reserve:
-            from .progress import human_bytes
-
-            self.fail(member, f"would leave less than {human_bytes(self.reserve)} free on the filesystem "
-                              f"of {self.dest} ({human_bytes(free)} free); stopped", ArchiveTooLarge)
+        diskspace.ensure(self.root_fd, nbytes, f"extracting {self.archive} (member {_show(member)})", self.dest)
 
     # -- walking
 
@@ -397,7 +388,7 @@ def extract_tar(tar: tarfile.TarFile, dest: Path, subdir: str | None, archive: s
                 src = tar.extractfile(m)
                 assert src is not None  # extractfile is None only for members that are not files
                 _extracting(out, m.name, out.file, rel, m.name, m.mode, m.size,
-                            iter(lambda: src.read(CHUNK), b""), m.mtime)
+                            _chunks(src, cancel), m.mtime)
             elif m.issym():
                 _extracting(out, m.name, out.symlink, rel, m.name, m.linkname)
             elif m.islnk():
@@ -438,7 +429,7 @@ def extract_zip(path: Path, dest: Path, subdir: str | None, cancel=None, name: s
                 else:
                     with zf.open(info) as src:
                         _extracting(out, name, out.file, rel, name, mode or 0o644, info.file_size,
-                                    iter(lambda: src.read(CHUNK), b""))
+                                    _chunks(src, cancel))
         return out.written
     finally:
         out.close()

@@ -32,12 +32,11 @@ import secrets
 import shutil
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import components, extract, locking, settings, store
+from . import components, extract, locking, store
 from .errors import (EX_BAD_INPUT, EX_NOT_INSTALLED, EX_OK, EX_SOURCE, CudaenvError, InputError, NotInstalledError,
                      SourceFailureError)
 from .progress import Progress, human_bytes, quiet
@@ -247,23 +246,30 @@ def staging_tree(release: Release):
 
 # -- checks -----------------------------------------------------------------------
 
-def _reserve() -> int:
-    try:
-        return int(settings.get("CUDAENV_DISK_RESERVE"))
-    except ValueError:
-        raise BadInput("CUDAENV_DISK_RESERVE: expected a number of bytes") from None
-
-
 def check_free_space(path: Path, needed: int, what: str) -> None:
-    """Fail early, with the numbers, when `path`'s filesystem cannot hold `needed` bytes."""
+    """Fail early, with the numbers, when `path`'s filesystem cannot hold `needed` bytes and keep
+    the free-space floor (diskspace.py), the same floor every later write keeps."""
+    from . import diskspace
+
     path.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(path).free
-    want = needed + _reserve()
-    if free < want:
+    try:
+        fs = os.statvfs(path)
+        floor, free = diskspace.reserve(fs), diskspace.free(fs)
+    except diskspace.BadReserve as e:
+        raise BadInput(str(e)) from None
+    if free - needed < floor:
         raise SourceFailure(
-            f"not enough free space for {what} in {path}: need about {human_bytes(want)}, "
-            f"{human_bytes(free)} free"
+            f"not enough free space for {what} in {path}: need about {human_bytes(needed)} and "
+            f"{human_bytes(floor)} left free (CUDAENV_DISK_RESERVE), {human_bytes(free)} free"
         )
+
+
+def check_store_writable() -> None:
+    """Refuse, before any source is asked, an install into a store this user may not write
+    (another user's, or a read-only mount): the same one line `cudaenv global` gives."""
+    for d in (store.versions_dir(), store.staging_dir(), store.locks_dir()):
+        if not store.can_write(d):
+            raise BadInput(str(store.refused(d, PermissionError(errno.EACCES, os.strerror(errno.EACCES))))) from None
 
 
 def smoke_test(root: Path, release: Release) -> str:
@@ -334,10 +340,10 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
     """sha256 -> unpacked tree for every item, extracting the ones not unpacked before, in parallel."""
     import threading
 
-    from . import cache
+    from . import cache, parallel
 
+    # Set by a failed archive or an interrupt: the others stop at their next chunk.
     cancel = threading.Event()
-    trees: dict[str, Path] = {}
 
     def one(item):
         try:
@@ -359,21 +365,8 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
 
     # Largest first so the longest archive is never started last.
     ordered = sorted(items, key=lambda i: -(i.artifact.size or 0))
-    workers = max(1, min(len(ordered), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(one, i) for i in ordered]
-        try:
-            for fut in futures:
-                sha, tree = fut.result()
-                trees[sha] = tree
-        except BaseException:
-            # Stop the other archives at their next member so their temp trees
-            # can be removed without a worker still writing into them.
-            cancel.set()
-            for fut in futures:
-                fut.cancel()
-            raise
-    return trees
+    done = parallel.run(ordered, one, os.cpu_count() or 1, cancel.set, name="cudaenv-unpack")
+    return dict(done)
 
 
 def _receipt(plan: Plan, extra, previous: dict | None = None) -> dict:
@@ -466,6 +459,7 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
         extra |= set(receipt.get("extra") or ())
         source = receipt.get("source", source)
         spec = Spec(str(target), (target.major, target.minor, target.patch))
+    check_store_writable()
     for name in clean_stale_staging():
         progress.message(f"removed stale staging {name}")
 
@@ -486,6 +480,7 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
 def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: dict | None, force: bool,
            progress: Progress, notes: list[str], started: float) -> Result:
     from . import cache, layout
+    from .diskspace import LowDiskSpace
     from .download import Downloader, cached_path
     from .extract import UnsafeArchive
 
@@ -532,6 +527,8 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
             cache.verify_symlinks(staging, linker)
         except UnsafeArchive as e:
             raise SourceFailure(f"refusing unsafe archive: {e}") from None
+        except LowDiskSpace as e:
+            raise SourceFailure(str(e)) from None
         except OSError as e:
             if e.errno == errno.ENOSPC:
                 raise SourceFailure(f"no space left while {step[0]} in {step[1]}") from None

@@ -152,9 +152,10 @@ def _shipped() -> Pins:
 def _from_file(path: str, stamp: tuple) -> Pins:
     """`stamp` (mtime, size) makes a rewritten file load again in a long-lived process."""
     from .download import parse_json
+    from .store import open_regular
 
     try:
-        with open(path, "rb") as f:
+        with os.fdopen(open_regular(path), "rb") as f:  # a FIFO named here must not hang every install
             raw = f.read(64 << 20)
     except OSError as e:
         raise PinsError(f"CUDAENV_PINS {path}: {e.strerror}") from None

@@ -91,6 +91,17 @@ class Progress:
                 print(f"{self.label}: done, {human_bytes(self.done)} in {elapsed:.1f}s "
                       f"({human_bytes(self.done / elapsed)}/s)", file=self.stream, flush=True)
 
+    def abandon(self) -> None:
+        """The work was interrupted: take the bar off its line and draw nothing more, so the
+        one line that says so stands alone (workers still winding down may call advance)."""
+        if self.lock.acquire(timeout=1):
+            try:
+                self._clear()
+                self.stream.flush()
+            finally:
+                self.lock.release()
+        self.mode = "quiet"
+
     # -- drawing -------------------------------------------------------------
     def _clear(self) -> None:
         if self.drawn:

@@ -112,7 +112,13 @@ _TABLE = (
     Setting("CUDAENV_RETRY_BACKOFF", "0.5", "The first pause between retries in seconds (it doubles).",
             "download"),
     Setting("CUDAENV_DOWNLOAD_JOBS", "4", "Parallel downloads.", "download"),
-    Setting("CUDAENV_DISK_RESERVE", "0", "Bytes an install must leave free besides what it needs.", "install"),
+    Setting("CUDAENV_DOWNLOAD_DEADLINE", "3600", "Seconds one archive's download may take in all, retries "
+            "included; what arrived is kept, and the next install resumes it.", "download"),
+    Setting("CUDAENV_DOWNLOAD_MAX", "4294967296", "Bytes an archive may grow to when its source gives no "
+            "size (a PEP 503 index); an archive with a known size may never grow past it.", "download"),
+    Setting("CUDAENV_DISK_RESERVE", "", "Bytes every write of an install (download, extraction, copy) "
+            "leaves free on its filesystem; unset: 1 GiB, or 5% of a filesystem smaller than 20 GiB.",
+            "diskspace"),
     Setting("CUDAENV_MAX_EXPANSION", "100", "How many bytes an archive may write per byte of its own size.",
             "extract"),
     Setting("CUDAENV_MODULEFILES_DIR", "", "Keep Lmod or Environment Modules files for every toolkit here "

@@ -79,19 +79,32 @@ def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
     return path
 
 
+def _text_path(name: str, path: Path) -> Path:
+    """A store path is written as text into shims, aliases, modulefiles and receipts. One that
+    is not UTF-8 could be created but never written there, so it is refused before anything is."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = repr(os.fsencode(text))[2:-1]
+        raise StoreError(f"{name} is not valid UTF-8 ({shown[:200]}): cudaenv writes the store's path into "
+                         "shims, aliases and modulefiles as text; use a path that is UTF-8") from None
+    return path
+
+
 def root(env=None) -> Path:
     """The store for the environment `env` (default: this process's)."""
     env = os.environ if env is None else env
     value = settings.value("CUDAENV_ROOT", env)
     if value:
-        return _absolute_setting("CUDAENV_ROOT", value)
+        return _text_path("CUDAENV_ROOT", _absolute_setting("CUDAENV_ROOT", value))
     if sys.platform.startswith("linux"):
         # platformdirs' Linux rule, inlined: importing platformdirs costs more
         # than the rest of `cudaenv which` together.
         xdg = env.get("XDG_DATA_HOME", "").strip()
         home = env.get("HOME") or os.path.expanduser("~")
         base = xdg if xdg and os.path.isabs(xdg) else os.path.join(home, ".local", "share")
-        return Path(base) / APP
+        return _text_path("the store (from XDG_DATA_HOME or HOME)", Path(base) / APP)
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP))
@@ -146,7 +159,8 @@ def global_version_file(env=None) -> Path:
     value = settings.value("CUDAENV_VERSION_FILE", env)
     if value:
         # No `~` expansion: the shims and hooks read this path as it is.
-        return _absolute_setting("CUDAENV_VERSION_FILE", value, expand_user=False)
+        return _text_path("CUDAENV_VERSION_FILE", _absolute_setting("CUDAENV_VERSION_FILE", value,
+                                                                     expand_user=False))
     return root(env) / "version"
 
 

@@ -104,6 +104,7 @@ _cudaenv_line9() {
 # and its line into _ce_line, or _ce_err and status 1 (2: a .tool-versions
 # without a cuda line).
 _cudaenv_read_version() {
+    _ce_big=
     if [ -f "$1" ] && [ -r "$1" ] && [ -z "${_ce_nul-}" ]; then
         case $1 in
             */.tool-versions) ;;
@@ -111,6 +112,13 @@ _cudaenv_read_version() {
         esac
     fi
     _cudaenv_rare
+    # The quick pass counted past the size bound. The full scan judges the size before
+    # anything else, so it would say the same after reading the file again: dash's `read`
+    # has no bound, and a 1 MiB line costs a million read calls per pass.
+    if [ -n "$_ce_big" ]; then
+        _cudaenv_too_large "$1"
+        return 1
+    fi
     _cudaenv_read_slow "$1"
 }
 
@@ -130,7 +138,7 @@ _cudaenv_quick_fd9() {
         [ $nl = 0 ] && [ -z "$line" ] && break
         count=$((count + ${#line} + nl))
         lineno=$((lineno + 1))
-        { [ $count -gt @MAX_BYTES@ ] || [ $lineno -gt @MAX_LINES@ ]; } && return 1
+        { [ $count -gt @MAX_BYTES@ ] || [ $lineno -gt @MAX_LINES@ ]; } && { _ce_big=1; return 1; }
         # Decided already, or a comment line (most lines before the value):
         # nothing more to check here, as in _cudaenv_scan_fd9.
         [ -n "$spec" ] && { [ $nl = 1 ] && continue || break; }

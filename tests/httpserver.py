@@ -18,6 +18,12 @@ that directory (like NVIDIA's redist listing). Faults, each for the next
   status500    HTTP 500 instead of the file
   404          HTTP 404 even though the file exists
   slow         sleeps `delay` seconds before answering
+  hold         announces the full length, sends half, then holds the connection
+               open until the test calls srv.release() (srv.held is set once the
+               half is sent: the client is then certainly mid-download)
+  trickle      announces the full length, then sends one byte every `delay` seconds
+  endless      no length at all: a chunked body of zeros that does not end (until the
+               test releases it, or ENDLESS_LIMIT: a broken client must not fill the disk)
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 _RANGE_RE = re.compile(r"bytes=(\d+)-(\d*)\Z")
+# What an "endless" answer sends at most: far more than any test lets a client take.
+ENDLESS_LIMIT = 256 << 20
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -89,6 +97,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.end_headers()
                     return
                 status = 206
+        if fault and fault[0] == "endless":
+            return self._endless(path)
         body = data[start:]
         announced = len(body)
         if fault and fault[0] == "wrong_body":
@@ -106,6 +116,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
+        if fault and fault[0] in ("hold", "trickle"):
+            return self._hold(body) if fault[0] == "hold" else self._trickle(body, fault[1])
         if fault and fault[0] == "drop":
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
@@ -116,6 +128,40 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             return
         self.wfile.write(body)
+
+    def _hold(self, body: bytes) -> None:
+        self.wfile.write(body[: len(body) // 2])
+        self.wfile.flush()
+        self.server.owner.held.set()
+        self.server.owner.released.wait()
+        self.close_connection = True
+
+    def _trickle(self, body: bytes, delay: float) -> None:
+        try:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                if self.server.owner.released.wait(delay):
+                    break
+        except OSError:
+            pass  # the client gave up, as it should
+        self.close_connection = True
+
+    def _endless(self, path: str) -> None:
+        self._record(path, 200)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        block = b"%x\r\n" % (64 << 10) + bytes(64 << 10) + b"\r\n"
+        try:
+            for _ in range(ENDLESS_LIMIT // len(block)):
+                if self.server.owner.released.is_set():
+                    break
+                self.wfile.write(block)
+        except OSError:
+            pass  # the client stopped reading: the point of the test
+        self.close_connection = True
 
     def _index(self, path: str, local: Path):
         rows = "".join(
@@ -135,25 +181,38 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: "FileServer"
 
+    def handle_error(self, request, client_address):
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)) or "SSL" in type(sys.exc_info()[1]).__name__:
+            return  # a client that gave up (the point of some tests) or refused our certificate
+        super().handle_error(request, client_address)
+
 
 class FileServer:
     # url -> served directory, for helpers that need to know what a URL serves
     # (tests/redist_mirror.py finds a mirror's pins file this way).
     serving: dict[str, Path] = {}
 
-    def __init__(self, root: Path, ranges: bool = True):
+    def __init__(self, root: Path, ranges: bool = True, tls=None):
+        """tls: an ssl.SSLContext (server side) to serve https:// with (see self_signed)."""
         self.root = Path(root)
+        self.scheme = "https" if tls is not None else "http"
         self.ranges = ranges  # False: ignore Range headers like some servers do
         self.lock = threading.Lock()
         self.requests: list[tuple] = []
         self._faults: dict[str, list] = {}
+        self.held = threading.Event()  # a "hold" fault has sent its half
+        self.released = threading.Event()  # ends "hold", "trickle" and "endless" answers
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/"
+        return f"{self.scheme}://127.0.0.1:{self._httpd.server_address[1]}/"
 
     def fault(self, path: str, kind: str, times: int | None = 1, delay: float = 0.0) -> None:
         with self.lock:
@@ -180,6 +239,10 @@ class FileServer:
             self.requests.clear()
             self._faults.clear()
 
+    def release(self) -> None:
+        """Let held, trickling and endless answers end."""
+        self.released.set()
+
     def start(self) -> "FileServer":
         self._thread.start()
         FileServer.serving[self.url] = self.root
@@ -187,6 +250,7 @@ class FileServer:
 
     def stop(self) -> None:
         FileServer.serving.pop(self.url, None)
+        self.release()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -195,6 +259,20 @@ class FileServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def self_signed(directory: Path):
+    """(server ssl.SSLContext, cert.pem): a certificate for 127.0.0.1 made now with openssl,
+    signed by nobody a client trusts unless it is told to trust this very file."""
+    import ssl
+
+    cert, key = Path(directory) / "cert.pem", Path(directory) / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
+                    str(cert)], check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx, cert
 
 
 def closed_port() -> int:
@@ -218,3 +296,61 @@ def serve_process(argv: list[str], port: int, what: str) -> subprocess.Popen:
     proc.terminate()
     proc.wait(timeout=10)
     raise RuntimeError(f"{what} did not start")
+
+
+class ConnectProxy:
+    """A real HTTP proxy on 127.0.0.1 that tunnels CONNECT requests (as HTTPS_PROXY is used).
+
+        with ConnectProxy() as proxy:
+            env["HTTPS_PROXY"] = proxy.url
+            proxy.tunnels                # "host:port" of every CONNECT seen
+    """
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.tunnels: list[str] = []
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._tunnel, args=(conn,), daemon=True).start()
+
+    def _tunnel(self, conn: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            data = conn.recv(4096)
+            if not data:
+                conn.close()
+                return
+            head += data
+        target = head.split(b" ", 2)[1].decode()
+        self.tunnels.append(target)
+        host, port = target.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)))
+        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        def pump(a: socket.socket, b: socket.socket) -> None:
+            try:
+                while data := a.recv(65536):
+                    b.sendall(data)
+            except OSError:
+                pass
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=pump, args=(upstream, conn), daemon=True).start()
+        pump(conn, upstream)
+
+    def __enter__(self) -> "ConnectProxy":
+        threading.Thread(target=self._serve, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()

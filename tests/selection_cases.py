@@ -192,6 +192,13 @@ CASES = [
     Case("ten-thousand-comment-lines", ("too-large", "proj/" + V), managed=TWO, files={V: b"# c\n" * 10000}),
     Case("one-megabyte-line", ("too-large", "proj/" + V), managed=TWO, files={V: b"1" * 1_000_000 + b"\n"}),
     Case("megabyte-of-nul", ("too-large", "proj/" + V), managed=TWO, files={V: b"\0" * 1_000_000}),
+    # the shell's quick pass stops at a line past the bound and says so without a second pass
+    Case("value-then-megabyte-line", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"12.8\n" + b"#" * 1_000_000 + b"\n"}),
+    Case("bad-value-then-megabyte-line", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"nope\n" + b"1" * 1_000_000 + b"\n"}),
+    Case("tool-versions-megabyte-line", ("too-large", "proj/.tool-versions"), managed=TWO,
+         files={".tool-versions": b"cuda 12.8\n" + b"x" * 1_000_000 + b"\n"}),
     Case("tool-versions-too-large", ("too-large", "proj/a/.tool-versions"), managed=TWO,
          files={V: b"13\n", "a/.tool-versions": b"# tools\n" * 300 + b"cuda 12.8\n"}),
     Case("global-too-large", ("too-large", "root/version"), managed=TWO, global_=b"12.8\n" + b"#\n" * 2000),

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import extract
+from cudaenv import diskspace, extract
+from cudaenv.diskspace import LowDiskSpace
 from cudaenv.extract import UnsafeArchive
 from redist_mirror import write_tar_xz
 from test_deb import ar_archive
@@ -108,10 +109,11 @@ class Scene:
 
 
 def extract_quietly(kind, path, root):
-    """Extract; a refusal must be UnsafeArchive with a one-line message naming the archive."""
+    """Extract; a refusal (UnsafeArchive, or LowDiskSpace at the free-space floor) must be one
+    line naming the archive."""
     try:
         extract.extract_artifact(path, kind, root, SUBDIR[kind])
-    except UnsafeArchive as e:
+    except (UnsafeArchive, LowDiskSpace) as e:
         message = str(e)
         assert path.name in message and "\n" not in message and len(message) < 600, message
         return message
@@ -335,7 +337,7 @@ def test_extraction_stops_before_the_free_space_reserve(tmp_path, small_fs, kind
                 [(f"lib/part{i}.bin", "file", zeros(10), 0o644) for i in range(8)])
     root = small_fs / "root"
     message = extract_quietly(kind, arc, root)
-    reserve = min(extract.RESERVE_MAX, int(50 * 2**20 * extract.RESERVE_FRACTION))
+    reserve = min(diskspace.RESERVE_MAX, int(50 * 2**20 * diskspace.RESERVE_FRACTION))
     assert message and "would leave less than" in message and "free" in message
     assert free_bytes(small_fs) >= reserve  # stopped in time; the filesystem never filled
 
@@ -404,7 +406,10 @@ def test_cli_free_space_reserve_stops_cleanly(tmp_path, small_fs):
     # 1 MiB of noise and 59 MiB of zeros: 60x, under the expansion limit, over the 50 MiB filesystem.
     m, name = hostile_mirror(tmp_path, [], payload=os.urandom(1 << 20) + zeros(59))
     r, root, left = cli_install(tmp_path, m, root=small_fs / "root", CUDAENV_CACHE_DIR=str(tmp_path / "cache"))
-    assert_one_line_failure(r, "would leave less than", "free")
+    # Told as low disk space, with the setting that moves the floor: not as a refusal of the archive.
+    assert_one_line_failure(r, "cudaenv: not enough free space: ", "would leave less than", "free",
+                            "CUDAENV_DISK_RESERVE")
+    assert "unsafe" not in r.stderr
     assert left == [] and not (root / "versions" / "13.0.2").exists()
     assert free_bytes(small_fs) > 45 << 20  # the staging tree is gone
 

@@ -236,3 +236,22 @@ def test_store_root_serves_users_torch_lookup(shared):
         assert snapshot(root) == before
     finally:
         cli(shared, "global", "--unset", **user)
+
+
+def test_install_of_a_new_release_says_whose_store_it_is_before_any_network_access(shared):
+    """A release not in the store: the user is told at once, as `cudaenv global` tells it, instead
+    of every source being probed and then `…/locks/13.4.3.lock: Permission denied`."""
+    from httpserver import FileServer
+
+    run_as, py, env, root, base = shared
+    served = base / "served"
+    served.mkdir(mode=0o755, exist_ok=True)
+    before = snapshot(root)
+    with FileServer(served) as srv:
+        p = cli(shared, "install", "13.4.3", CUDAENV_REDIST_URL=srv.url, CUDAENV_PYPI_URL=srv.url + "simple/",
+                CUDAENV_APT_REPO=srv.url + "apt/", CUDAENV_CACHE_DIR=str(base / "home" / "cache"))
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.strip() == (f"cudaenv: cannot write {root}/versions: Permission denied; the store {root} "
+                                "belongs to root: ask its owner to run this, or set CUDAENV_ROOT to a store of your own")
+    assert srv.requests == []  # no source was asked
+    assert snapshot(root) == before

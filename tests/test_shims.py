@@ -210,6 +210,36 @@ def test_shim_uses_no_python_and_no_helper_process(store):
     assert not [line for line in p.stderr.splitlines() if "clone" in line or "fork" in line], p.stderr
 
 
+def test_shim_reads_a_huge_one_line_version_file_once(store, tmp_path):
+    """A 1 MB one-line .cuda-version: dash's `read` has no byte bound and consumes a line one
+    byte per read(2) until its newline, and a process to bound it (head -c) would cost every
+    shim run. So the shim reads such a line once: the quick pass knows it is over the bound,
+    and the error is given without the full scan reading it a second time (it did: 2 million
+    calls). Counted in read(2) calls on the file (strace), not in seconds."""
+    import shutil
+
+    from test_hooks import _reads_of
+
+    from cudaenv.versionfile import MAX_BYTES
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    root, env, cwd = store
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    size = 1_000_000
+    (huge / ".cuda-version").write_bytes(b"1" * size + b"\n")
+    trace = tmp_path / "trace"
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,open,read,dup2,fcntl", "-o", str(trace),
+                        str(root / "shims" / "nvcc"), "--version"], env=dict(env, PWD=str(huge)), cwd=huge,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and p.stderr.strip() == (
+        f"cudaenv: {huge}/.cuda-version: version file too large; allowed are at most {MAX_BYTES} bytes "
+        "in at most 32 lines"), p.stderr
+    reads = _reads_of(trace.read_text(), f"{huge}/.cuda-version")
+    assert size < reads <= size + 4 * (MAX_BYTES + 1), reads  # one pass, byte by byte: dash's own cost
+
+
 REAL_NVCC = real_toolkit() / "bin" / "nvcc"
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from .. import components
+from ..errors import EX_INTERRUPTED
 from ..progress import Progress, human_bytes
 from ..sources import registry
 from .common import fail
@@ -19,9 +20,10 @@ if TYPE_CHECKING:
 
 EXIT_CODES = """\b
 Exit codes:
-  0  success (also: already installed)
-  1  bad input: invalid version, unknown version/profile/component/source
-  2  source, network, verification, disk space or smoke-test failure"""
+  0    success (also: already installed)
+  1    bad input: invalid version, unknown version/profile/component/source
+  2    source, network, verification, disk space or smoke-test failure
+  130  interrupted (Ctrl-C, SIGTERM); downloads resume next time"""
 
 UNINSTALL_EXIT_CODES = """\b
 Exit codes:
@@ -112,7 +114,9 @@ Downloads are verified (size, sha256) and kept in the cache dir
 (CUDAENV_CACHE_DIR), each archive unpacked once: a reinstall, or the same
 release in another CUDAENV_ROOT, is built from the unpacked trees with
 hardlinks. See `cudaenv cache info` and `cudaenv cache prune`. Proxies and CA
-bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
+bundles come from the environment (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE,
+REQUESTS_CA_BUNDLE). Ctrl-C or SIGTERM stops at once, with status 130; what
+was downloaded is kept, and the next install resumes it.
 
 {EXIT_CODES}""")
 @click.argument("versions", nargs=-1)
@@ -182,8 +186,9 @@ def install(versions: tuple[str, ...], source: str | None, profile: str, extra: 
                             "exit_code": e.exit_code})
             continue
         except KeyboardInterrupt:
-            click.echo("cudaenv: install interrupted; nothing was installed", err=True)
-            sys.exit(130)
+            progress.abandon()
+            click.echo("cudaenv: install interrupted; nothing was installed (downloads resume next time)", err=True)
+            sys.exit(EX_INTERRUPTED)
         results.append({"schema": "cudaenv.install/1", **r.to_json()})
         if not as_json and not quiet:
             stats = f"[{human_bytes(r.downloaded_bytes)} downloaded, {r.cache_hits} cached, {r.seconds:.1f}s]"

@@ -302,10 +302,17 @@ class PypiSource:
     def _get(self, url: str, accept: str | None = None, stream: bool = False):
         import requests
 
+        from ..download import ca_bundle, read_body, tls_problem
+
         headers = {"Accept": accept} if accept else {}
         try:
-            resp = self.session.get(url, headers=headers, timeout=self.timeout, stream=stream)
+            # Always streamed: a page is read below within a size bound and the deadline, where
+            # requests' own read would take an endless or trickling answer to its end.
+            resp = self.session.get(url, headers=headers, timeout=self.timeout, stream=True, verify=ca_bundle())
         except (requests.ConnectionError, requests.Timeout) as e:
+            tls = tls_problem(e, url)
+            if tls:  # not an outage: the same answer comes every time until the CA is configured
+                raise SourceError(f"PyPI index {redact(self.index)}: {tls}") from None
             raise Unreachable(
                 f"PyPI index {redact(self.index)} is unreachable ({type(e).__name__}); "
                 "check the network or set CUDAENV_PYPI_URL"
@@ -314,6 +321,8 @@ class PypiSource:
             raise SourceError(f"cannot read {redact(url)}: {type(e).__name__}") from None
         if resp.status_code >= 500:
             raise Unreachable(f"PyPI index {redact(self.index)} answered HTTP {resp.status_code}")
+        if not stream:
+            resp._content = read_body(resp, LOCAL_PAGE_MAX_BYTES, redact(url))  # what .content and .text return
         return resp
 
     def _read_local(self, url: str, limit: int) -> bytes | None:
@@ -321,8 +330,11 @@ class PypiSource:
         path = Path(unquote(urlsplit(url).path))
         if url.endswith("/"):
             path /= "index.html"
+        from ..store import open_regular
+
         try:
-            with open(path, "rb") as f:
+            # Without blocking, and only a regular file: a FIFO planted in the index never hangs.
+            with os.fdopen(open_regular(path), "rb") as f:
                 data = f.read(limit + 1)
         except (FileNotFoundError, NotADirectoryError):
             return None
@@ -522,18 +534,13 @@ class PypiSource:
             if blob is None:
                 raise SourceError(f"{f['filename']}: not found at {redact(f['url'])}")
             return _check_sha(blob, sha, f["filename"])
-        buf = bytearray()
+        from ..download import read_body
+
         with self._get(f["url"], stream=True) as resp:
             if resp.status_code != 200:
                 raise SourceError(f"{redact(f['url'])} answered HTTP {resp.status_code}")
-            try:
-                for chunk in resp.iter_content(65536):
-                    buf += chunk
-                    if len(buf) > META_WHEEL_MAX_BYTES:
-                        raise SourceError(f"{f['filename']} is larger than {META_WHEEL_MAX_BYTES} bytes; not a meta-package")
-            except OSError as e:  # requests wraps socket errors as ConnectionError, an OSError
-                raise Unreachable(f"download of {f['filename']} failed: {type(e).__name__}") from None
-        return _check_sha(bytes(buf), sha, f["filename"])
+            blob = read_body(resp, META_WHEEL_MAX_BYTES, f["filename"])
+        return _check_sha(blob, sha, f["filename"])
 
     # -- the plan ---------------------------------------------------------
 
