@@ -468,6 +468,9 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
     for name in clean_stale_staging():
         progress.message(f"removed stale staging {name}")
 
+    from . import cachetrust
+
+    cachetrust.check_cache_dir()  # before any plan, tree or archive is read from it
     src, plan, notes = _plan_for(spec, source, profile, extra, refresh)
     for note in notes:
         progress.message(note)
@@ -501,6 +504,8 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
                          f"{human_bytes(plan.total_size)}) for {spec.text} ({origin})")
     # An archive whose tree was unpacked before needs neither download nor decompression.
     to_fetch = [a for a in new if force or not cache.has_tree(a.sha256)]
+    for a in to_fetch:
+        cache.drop_foreign_archive(a.sha256)
     missing = sum(a.size or 0 for a in to_fetch if not cached_path(a.sha256).is_file())
     check_free_space(store.cache_dir(), missing, "the download")
     estimate = int(sum((a.size or 0) * registry.expansion(a.kind) for a in to_fetch))
