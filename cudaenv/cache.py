@@ -35,6 +35,7 @@ import secrets
 import shutil
 import stat
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,35 +110,57 @@ def _normalize_modes(root: Path) -> None:
                 os.chmod(p, 0o755 if st.st_mode & 0o111 else 0o644)
 
 
+def tree_lock(sha256: str) -> Path:
+    return trees_root() / f"{_checked_sha(sha256)}.lock"
+
+
+@contextmanager
+def trees_held(shas, on_wait=None):
+    """Hold the locks of these archives' trees, in the order given (sort it), for the block;
+    `on_wait()` is called once if another process holds one of them.
+
+    Whoever holds a tree's lock may unpack, replace or link from it; `prune` leaves
+    the tree and its archive alone meanwhile."""
+    trees_root().mkdir(parents=True, exist_ok=True)
+    told = []
+
+    def waiting():
+        if on_wait is not None and not told:
+            told.append(True)
+            on_wait()
+
+    with ExitStack() as stack:
+        for sha in shas:
+            stack.enter_context(locking.held(tree_lock(sha), on_wait=waiting))
+        yield
+
+
 def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
-    """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now)."""
+    """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now).
+    The caller holds the tree's lock (trees_held)."""
     from . import extract
 
     art = item.artifact
     final = tree_path(art.sha256)
     if not fresh and has_tree(art.sha256):
-        return final, False
-    trees_root().mkdir(parents=True, exist_ok=True)
-    with locking.held(trees_root() / f"{art.sha256}.lock"):
-        if not fresh and has_tree(art.sha256):
-            return final, False  # another install unpacked it while we waited
-        for name in os.listdir(trees_root()):
-            if name.startswith(f".{art.sha256}."):
-                shutil.rmtree(trees_root() / name, ignore_errors=True)  # left by a killed install
-        tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
-        tmp.mkdir()
-        try:
-            extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
-            _normalize_modes(tmp)
-            _write_marker(tmp, art)
-            if os.path.lexists(final):
-                doomed = trees_root() / f".{art.sha256}.old.{secrets.token_hex(4)}"
-                os.rename(final, doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
-            os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        return final, False  # unpacked before, or by another install while we waited
+    for name in os.listdir(trees_root()):
+        if name.startswith(f".{art.sha256}."):
+            shutil.rmtree(trees_root() / name, ignore_errors=True)  # left by a killed install
+    tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
+        _normalize_modes(tmp)
+        _write_marker(tmp, art)
+        if os.path.lexists(final):
+            doomed = trees_root() / f".{art.sha256}.old.{secrets.token_hex(4)}"
+            os.rename(final, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return final, True
 
 
@@ -524,8 +547,9 @@ def prune(older_than: float | None = None, uninstalled: bool = False, dry_run: b
             continue
         if uninstalled and entry["used_by"]:
             continue
-        where = archives_root() if entry["kind"] == "archive" else trees_root()
-        if not _lock_free(entry["sha256"], where):
+        # An install downloading it holds the archive's lock; one unpacking or linking from
+        # its tree, or about to, holds the tree's lock (trees_held): both keep archive and tree.
+        if not (_lock_free(entry["sha256"], archives_root()) and _lock_free(entry["sha256"], trees_root())):
             continue
         if dry_run or _remove(entry):
             kind = entry["kind"]

@@ -342,10 +342,12 @@ def is_stale(owner: dict, lockdir: str) -> bool:
 
 
 def _remove_dir(path: str) -> None:
+    """Remove a lock directory and whatever is in it: only `owner` is ours, but a crashed
+    or foreign writer may have left more, even directories (removed, never followed)."""
+    import shutil
+
     try:
-        for name in os.listdir(path):
-            os.unlink(os.path.join(path, name))
-        os.rmdir(path)
+        shutil.rmtree(path)
     except FileNotFoundError:
         pass
 

@@ -333,3 +333,17 @@ def test_a_key_others_could_replace_is_not_used(tmp_path, srv):
         f"cudaenv: warning: cache key {tmp_path}/m/state/cudaenv/cache.key: {tmp_path}/m/state is writable "
         "by others (mode 0777); cached plans and unpacked trees are not reused"]
     assert not (tmp_path / "m" / "state" / "cudaenv").exists()
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640])
+def test_a_key_others_can_read_is_not_used(tmp_path, srv, mode):
+    """Whoever can read the key can seal what they plant."""
+    m = Machine(tmp_path / "m", srv.url)
+    key = tmp_path / "m" / "state" / "cudaenv" / cachetrust.KEY_NAME
+    key.parent.mkdir(parents=True, mode=0o700)
+    key.write_bytes(os.urandom(cachetrust.KEY_BYTES))
+    key.chmod(mode)
+    r, _ = m.install("13.0.2")
+    assert r.returncode == 0, r.stderr
+    assert f"cudaenv: warning: cache key {key}: not a private file of yours (mode 0{mode:o}" in r.stderr
+    assert not any("seal" in json.loads(p.read_text()) for p in (m.cache / "plans" / "redist").iterdir())
