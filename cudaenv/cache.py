@@ -122,7 +122,7 @@ def trees_held(shas, on_wait=None):
     Whoever holds a tree's lock may unpack, replace or link from it; `prune` leaves
     the tree and its archive alone meanwhile."""
     trees_root().mkdir(parents=True, exist_ok=True)
-    told = []
+    told: list[bool] = []
 
     def waiting():
         if on_wait is not None and not told:

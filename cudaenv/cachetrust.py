@@ -39,6 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import store
+from .ownership import mode_text, owner_problem
 
 KEY_NAME = "cache.key"
 KEY_BYTES = 32
@@ -48,47 +49,6 @@ class UntrustedCache(store.StoreError):
     """The cache directory (or a directory above it) is not this user's alone."""
 
     exit_code = 2
-
-
-# -- who may write a path -----------------------------------------------------------
-
-def _mode(st: os.stat_result) -> str:
-    return f"{stat.S_IMODE(st.st_mode):04o}"
-
-
-def owner_problem(path: Path | str, *, ancestors: bool = True) -> str | None:
-    """Why `path` is not safe from other users, or None: it and (with `ancestors`)
-    every directory above it belong to root or to us and are writable by nobody
-    else. A world-writable sticky directory above it passes (others cannot rename
-    or remove our entries in it); `path` itself must not be writable by others at
-    all. A path that does not exist yet is judged by what exists above it (whoever
-    makes it later owns it, and is judged then)."""
-    me = os.geteuid()
-    p = os.path.abspath(os.fspath(path))
-    target = True
-    while True:
-        try:
-            st = os.lstat(p)
-        except FileNotFoundError:
-            st = None
-        except OSError as e:
-            return f"{p}: {e.strerror}"
-        if st is not None:
-            if stat.S_ISLNK(st.st_mode):
-                try:
-                    st = os.stat(p)
-                except OSError as e:
-                    return f"{p}: {e.strerror}"
-            if st.st_uid not in (0, me):
-                return f"{p} belongs to uid {st.st_uid}"
-            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                sticky_above = not target and st.st_mode & stat.S_ISVTX
-                if not sticky_above:
-                    return f"{p} is writable by others (mode {_mode(st)})"
-        target = False
-        if not ancestors or p == "/":
-            return None
-        p = os.path.dirname(p)
 
 
 def check_cache_dir() -> Path:
@@ -129,7 +89,7 @@ def _read_key(path: Path) -> bytes | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            raise PermissionError(errno.EPERM, f"not a private file of yours (mode {_mode(st)}, uid {st.st_uid})")
+            raise PermissionError(errno.EPERM, f"not a private file of yours (mode {mode_text(st)}, uid {st.st_uid})")
         data = os.read(fd, KEY_BYTES + 1)
     finally:
         os.close(fd)

@@ -55,6 +55,7 @@ TESTS = {
     "cudaenv/locking.py": ["tests/test_locking.py", "tests/test_cache_trust.py"],
     "cudaenv/cache.py": ["tests/test_cache_trust.py", "tests/test_cache_races.py"],
     "cudaenv/cachetrust.py": ["tests/test_cache_trust.py"],
+    "cudaenv/ownership.py": ["tests/test_cache_trust.py", "tests/test_selection_sh.py", "tests/test_selection.py"],
 }
 
 
@@ -193,9 +194,9 @@ MUTATIONS = [
              ["tests/test_cache_trust.py"]),
     Mutation("C8", "cudaenv/cache.py", '        if self.mode == "hardlink" and own:', '        if self.mode == "hardlink":',
              "another user's file (or a group-writable one) is hardlinked into the store"),
-    Mutation("C9", "cudaenv/cachetrust.py", "sticky_above = not target and st.st_mode & stat.S_ISVTX",
+    Mutation("C9", "cudaenv/ownership.py", "sticky_above = not target and st.st_mode & stat.S_ISVTX",
              "sticky_above = st.st_mode & stat.S_ISVTX", "a world-writable sticky cache directory itself is accepted"),
-    Mutation("C10", "cudaenv/cachetrust.py", "        if not ancestors or p == \"/\":", "        if True:",
+    Mutation("C10", "cudaenv/ownership.py", "        if not ancestors or p == \"/\":", "        if True:",
              "the directories above the cache are not checked"),
     Mutation("C11", "cudaenv/cachetrust.py",
              "        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:",

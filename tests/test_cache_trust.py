@@ -93,18 +93,18 @@ def archive_requests(srv) -> int:
 
 # -- a poisoned cache from elsewhere ------------------------------------------------------------------
 
-@pytest.mark.parametrize("poison", ["plan and tree", "tree alone", "plan alone"])
+@pytest.mark.parametrize("poison", ["plan and tree", "tree alone", "plan alone", "tree with a forged manifest"])
 def test_a_poisoned_cache_from_elsewhere_never_runs(tmp_path, srv, mirror, poison):
     """The observed attacks: a planted plan carrying the real hashes plus a planted tree made
     `install 13.0.0` run the planted nvcc with nothing downloaded; a planted tree alone did the same
     for 13.0.2. A plan pointing at the attacker's own archive is the third way in."""
-    release = "13.0.0" if poison != "tree alone" else "13.0.2"
+    release = "13.0.2" if poison.startswith("tree") else "13.0.0"
     marker = tmp_path / "PWNED"
     origin = Machine(tmp_path / "origin", srv.url)
     assert origin.install(release)[0].returncode == 0
     if poison != "plan alone":
         plant_nvcc(nvcc_tree(origin.cache), marker, release)
-    if poison == "tree alone":
+    if poison.startswith("tree"):
         shutil.rmtree(origin.cache / "plans")
     if poison == "plan alone":
         # The plan now names an archive the attacker serves, with its own (correct) hash.
@@ -121,6 +121,12 @@ def test_a_poisoned_cache_from_elsewhere_never_runs(tmp_path, srv, mirror, poiso
         shutil.rmtree(origin.cache / "trees")
     victim = Machine(tmp_path / "victim", srv.url)
     subprocess.run(["cp", "-a", str(origin.cache), str(victim.cache)], check=True)
+    if poison == "tree with a forged manifest":
+        # Whoever can read a tree can compute its manifest digest; only the key makes a seal.
+        tree = nvcc_tree(victim.cache)
+        record = json.loads((tree / cache.TREE_MARKER).read_text())
+        record.update(manifest=cachetrust.tree_digest(tree, cache.TREE_MARKER), seal="0" * 64)
+        (tree / cache.TREE_MARKER).write_text(json.dumps(record))
 
     r, out = victim.install(release)
     assert r.returncode == 0, r.stderr
