@@ -482,7 +482,14 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
             if previous is None and _covers(receipt, profile, extra):
                 return _already(release, started)
             previous = receipt
-        return _build(src, plan, spec, origin, extra, previous, force, progress, notes, started)
+        # The plan's trees (and archives) are held until the toolkit is committed: `cache prune`
+        # skips them, and an install that unpacks one again (--force) waits, so no tree is removed
+        # or replaced while it is linked from. Sorted: two installs never deadlock.
+        from . import cache
+
+        with cache.trees_held(sorted({a.sha256 for a in plan.artifacts}),
+                              on_wait=lambda: progress.message("waiting for another install that uses the same archives")):
+            return _build(src, plan, spec, origin, extra, previous, force, progress, notes, started)
 
 
 def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: dict | None, force: bool,
@@ -502,61 +509,56 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
     else:
         progress.message(f"installing CUDA {release} from {plan.source} ({label}, {len(plan.artifacts)} archives, "
                          f"{human_bytes(plan.total_size)}) for {spec.text} ({origin})")
-    # The trees (and archives) of this plan are held from here until the toolkit is committed:
-    # `cache prune` skips them, and an install that re-unpacks one (--force) waits, so no tree
-    # is removed or replaced while it is linked from. Sorted: two installs never deadlock.
-    with cache.trees_held(sorted({a.sha256 for a in new}),
-                          on_wait=lambda: progress.message("waiting for another install that uses the same archives")):
-        # An archive whose tree was unpacked before needs neither download nor decompression.
-        to_fetch = [a for a in new if force or not cache.has_tree(a.sha256)]
-        for a in to_fetch:
-            cache.drop_foreign_archive(a.sha256)
-        missing = sum(a.size or 0 for a in to_fetch if not cached_path(a.sha256).is_file())
-        check_free_space(store.cache_dir(), missing, "the download")
-        estimate = int(sum((a.size or 0) * registry.expansion(a.kind) for a in to_fetch))
-        check_free_space(store.cache_dir(), estimate, "the unpacked archives")
-        store.versions_dir().mkdir(parents=True, exist_ok=True)
-        cross_device = os.stat(store.cache_dir()).st_dev != os.stat(store.versions_dir()).st_dev
-        if cross_device:  # files are copied, not linked
-            check_free_space(store.versions_dir(), int(sum((a.size or 0) * registry.expansion(a.kind)
-                                                           for a in plan.artifacts)), "the toolkit")
+    # An archive whose tree was unpacked before needs neither download nor decompression.
+    to_fetch = [a for a in new if force or not cache.has_tree(a.sha256)]
+    for a in to_fetch:
+        cache.drop_foreign_archive(a.sha256)
+    missing = sum(a.size or 0 for a in to_fetch if not cached_path(a.sha256).is_file())
+    check_free_space(store.cache_dir(), missing, "the download")
+    estimate = int(sum((a.size or 0) * registry.expansion(a.kind) for a in to_fetch))
+    check_free_space(store.cache_dir(), estimate, "the unpacked archives")
+    store.versions_dir().mkdir(parents=True, exist_ok=True)
+    cross_device = os.stat(store.cache_dir()).st_dev != os.stat(store.versions_dir()).st_dev
+    if cross_device:  # files are copied, not linked
+        check_free_space(store.versions_dir(), int(sum((a.size or 0) * registry.expansion(a.kind)
+                                                       for a in plan.artifacts)), "the toolkit")
+    try:
+        report = Downloader(progress).fetch_all(to_fetch) if to_fetch else None
+    except SourceError as e:
+        raise SourceFailure(str(e)) from None
+    with staging_tree(release) as staging:
+        linker = cache.Linker()
+        # Archives are extracted in the cache, then the toolkit is assembled in staging: a full
+        # disk is named by the step that hit it, which may be another filesystem.
+        step = ("extracting the archives", cache.trees_root())
         try:
-            report = Downloader(progress).fetch_all(to_fetch) if to_fetch else None
-        except SourceError as e:
-            raise SourceFailure(str(e)) from None
-        with staging_tree(release) as staging:
-            linker = cache.Linker()
-            # Archives are extracted in the cache, then the toolkit is assembled in staging: a full
-            # disk is named by the step that hit it, which may be another filesystem.
-            step = ("extracting the archives", cache.trees_root())
-            try:
-                trees = _unpack_all(report.items, force, progress) if report else {}
-                step = ("building the toolkit", staging.parent)
-                if previous is not None and final.is_dir():
-                    cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
-                for art in new:
-                    tree = trees.get(art.sha256) or cache.tree_path(art.sha256)
-                    cache.touch(tree / cache.TREE_MARKER)
-                    cache.link_tree(tree, staging, linker)
-                cache.verify_symlinks(staging, linker)
-            except UnsafeArchive as e:
-                raise SourceFailure(f"refusing unsafe archive: {e}") from None
-            except OSError as e:
-                if e.errno == errno.ENOSPC:
-                    raise SourceFailure(f"no space left while {step[0]} in {step[1]}") from None
-                raise
-            src.finalize(staging, plan)
-            stub_note = layout.add_driver_stub(staging)
-            if stub_note:
-                notes.append(stub_note)
-            smoke_test(staging, release)
-            for problem in layout.check(staging):
-                notes.append(f"layout: {problem}")
-            for note in notes:
-                if note.startswith("layout:"):
-                    progress.message(note)
-            store.write_receipt(staging, _receipt(plan, extra, previous))
-            _commit(staging, final)
+            trees = _unpack_all(report.items, force, progress) if report else {}
+            step = ("building the toolkit", staging.parent)
+            if previous is not None and final.is_dir():
+                cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
+            for art in new:
+                tree = trees.get(art.sha256) or cache.tree_path(art.sha256)
+                cache.touch(tree / cache.TREE_MARKER)
+                cache.link_tree(tree, staging, linker)
+            cache.verify_symlinks(staging, linker)
+        except UnsafeArchive as e:
+            raise SourceFailure(f"refusing unsafe archive: {e}") from None
+        except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise SourceFailure(f"no space left while {step[0]} in {step[1]}") from None
+            raise
+        src.finalize(staging, plan)
+        stub_note = layout.add_driver_stub(staging)
+        if stub_note:
+            notes.append(stub_note)
+        smoke_test(staging, release)
+        for problem in layout.check(staging):
+            notes.append(f"layout: {problem}")
+        for note in notes:
+            if note.startswith("layout:"):
+                progress.message(note)
+        store.write_receipt(staging, _receipt(plan, extra, previous))
+        _commit(staging, final)
     from . import modulefiles, rehash
 
     rehash.rehash()
