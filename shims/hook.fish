@@ -447,20 +447,23 @@ function __cudaenv_untrusted_shared -a store
         set -a dirs $d
     end
     # The owner of /proc/self is our effective user.
-    set -l out (command stat -c '%u %a %n' -- /proc/self $dirs 2>/dev/null); or return 1
-    set -l me (string split -m 2 ' ' -- $out[1])[1]
+    set -l out (command stat -c '%u %g %U %G %a %n' -- /proc/self $dirs 2>/dev/null); or return 1
+    set -l me (string split -m 5 ' ' -- $out[1])
     set -l target 1
     set -l why
     for line in $out[2..-1]
-        set -l f (string split -m 2 ' ' -- $line)
-        if test "$f[1]" != 0; and test "$f[1]" != "$me"
-            set why "$f[3] belongs to uid $f[1]"
+        # uid gid user group mode name
+        set -l f (string split -m 5 ' ' -- $line)
+        if test "$f[1]" != 0; and test "$f[1]" != "$me[1]"
+            set why "$f[6] belongs to uid $f[1]"
             break
         end
-        # The group or the "others" digit has the write bit; a sticky directory above passes.
-        if string match -qr '[2367].?$' -- $f[2]
-            if test -n "$target"; or not string match -qr '^[1357]...$' -- $f[2]
-                set why "$f[3] is writable by others (mode "(string pad -c 0 -w 4 -- $f[2])")"
+        # The group or the "others" digit has the write bit; a sticky directory above passes, and
+        # group write by the user's private group (primary, named after them) is nobody else's.
+        if string match -qr '[2367].?$' -- $f[5]
+            and not begin; string match -qr '[2367][0145]$' -- $f[5]; and test "$f[2]" = "$me[2]" -a "$f[4]" = "$me[3]"; end
+            if test -n "$target"; or not string match -qr '^[1357]...$' -- $f[5]
+                set why "$f[6] is writable by others (mode "(string pad -c 0 -w 4 -- $f[5])")"
                 break
             end
         end

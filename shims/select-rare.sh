@@ -230,7 +230,7 @@ _cudaenv_warn() {
 # worded the same; warns on stderr. A missing store is not skipped:
 # it offers nothing. One `stat` process, on the stale-table path only.
 _cudaenv_untrusted_shared() {
-    local store dir out me= uid mode name why= target=1
+    local store dir out me= mygid myname uid gid user group mode name why= target=1
     store=$1
     dir=$(cd -P -- "$store" 2>/dev/null && pwd -P) || return 1
     set -- "$dir"
@@ -240,10 +240,10 @@ _cudaenv_untrusted_shared() {
         set -- "$@" "$dir"
     done
     # The owner of /proc/self is our effective user.
-    out=$(command stat -c '%u %a %n' -- /proc/self "$@" 2>/dev/null) || return 1
-    while IFS=' ' read -r uid mode name; do
+    out=$(command stat -c '%u %g %U %G %a %n' -- /proc/self "$@" 2>/dev/null) || return 1
+    while IFS=' ' read -r uid gid user group mode name; do
         if [ -z "$me" ]; then
-            me=$uid
+            me=$uid mygid=$gid myname=$user
             continue
         fi
         if [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
@@ -252,6 +252,8 @@ _cudaenv_untrusted_shared() {
         fi
         # The group or the "others" digit has the write bit; a sticky directory above passes.
         case $mode in *[2367] | *[2367]?) ;; *) target=; continue ;; esac
+        # Group write only, by the user's private group (primary, named after them): nobody else's.
+        case $mode in *[2367]) ;; *) [ "$gid" = "$mygid" ] && [ "$group" = "$myname" ] && { target=; continue; } ;; esac
         case $target:$mode in :[1357]???) target=; continue ;; esac
         case $mode in ?) mode=000$mode ;; ??) mode=00$mode ;; ???) mode=0$mode ;; esac
         why="$name is writable by others (mode $mode)"

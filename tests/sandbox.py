@@ -153,6 +153,8 @@ class Sandbox:
             for dirpath, dirnames, filenames in os.walk(self.shared[name]):
                 for n in [dirpath, *(os.path.join(dirpath, f) for f in dirnames + filenames)]:
                     os.lchown(n, other_uid(), other_uid())
+        for name in self.case.shared_other_group:
+            os.chown(self.shared[name], -1, pwd.getpwuid(other_uid()).pw_gid)
         for name, mode in self.case.shared_mode.items():
             self.shared[name].chmod(mode)
         if self.case.shared_above is not None:

@@ -76,6 +76,7 @@ class Case:
     shared_foreign: list = field(default_factory=list)
     shared_mode: dict = field(default_factory=dict)
     shared_above: int | None = None
+    shared_other_group: list = field(default_factory=list)  # stores whose group is the other user's
 
 
 V = ".cuda-version"
@@ -281,7 +282,11 @@ CASES = [
          shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o777}, files={V: b"13.0\n"},
          warn="is writable by others (mode 0777); a shared store and every directory above it"),
     Case("shared-group-writable-store-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
-         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o775}, files={V: b"13.0\n"}, warn="(mode 0775)"),
+         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o775}, shared_other_group=["a"], files={V: b"13.0\n"},
+         warn="(mode 0775)"),
+    # Group write by the user's private group (umask 002 on Debian and Red Hat) is nobody else's.
+    Case("shared-private-group-writable-is-used", ("ok", "shared:a:13.0.2"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o775}, files={V: b"13.0\n"}),
     Case("shared-sticky-store-itself-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
          shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o1777}, files={V: b"13.0\n"}, warn="(mode 1777)"),
     Case("shared-below-world-writable-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},

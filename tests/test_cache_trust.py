@@ -226,6 +226,8 @@ def test_a_cache_others_can_write_is_refused_with_one_line(tmp_path, srv, other_
     cache_dir = open_dir(parent / "cache")
     if layout.startswith("cache 0") or layout == "cache 1777":
         cache_dir.chmod(int(layout.split()[1], 8))
+    if layout == "cache 0775":  # group-writable by a group that is not ours alone
+        os.chown(cache_dir, -1, other_user.pw_gid)
     if layout == "trees 0777":
         open_dir(cache_dir / "trees", 0o777)
     if layout == "cache of the other user":
@@ -237,6 +239,20 @@ def test_a_cache_others_can_write_is_refused_with_one_line(tmp_path, srv, other_
     assert len(lines) == 1 and lines[0].startswith(f"cudaenv: refusing the cache {cache_dir}:"), r.stderr
     assert "writable by others" in lines[0] or f"belongs to uid {other_user.pw_uid}" in lines[0]
     assert archive_requests(srv) == 0 and not (m.root / "versions").exists()
+
+
+def test_a_cache_writable_by_the_users_private_group_is_fine(tmp_path, srv):
+    """umask 002 (Debian's and Red Hat's default with a private group per user) makes ~/.cache 0775:
+    its group is the user's own, named after them, so nobody else can write it."""
+    import grp
+
+    me = pwd.getpwuid(os.geteuid())
+    if grp.getgrgid(os.getegid()).gr_name != me.pw_name:
+        pytest.skip(f"the primary group of {me.pw_name} is not a private group named after them")
+    cache_dir = open_dir(tmp_path / "cache", 0o775)
+    m = Machine(tmp_path / "m", srv.url, cache_dir=cache_dir)
+    r, _ = m.install("13.0.2")
+    assert r.returncode == 0, r.stderr
 
 
 def test_a_cache_below_a_sticky_world_writable_directory_is_fine(tmp_path, srv):
