@@ -2,7 +2,7 @@
 and (--reinstall) reinstalling real CUDA 13.0 minimal from PyPI's wheels.
 
     python bench/install.py [--runs 5] [--mib 24]
-    python bench/install.py --reinstall [--runs 5] [--release 13.0]
+    python bench/install.py --reinstall [--runs 5] [--release 13.0] [--profile build]
 
 Builds a redist mirror (tests/redist_mirror.py, NVIDIA's manifest format) whose
 13.0.2 minimal-profile archives carry `--mib` MiB of payload each, serves it from
@@ -15,7 +15,7 @@ a loopback HTTP server (tests/httpserver.py), and times, each run in a fresh sto
 
 Prints medians and ratios to the baseline measured in the same run.
 
---reinstall uses NVIDIA's real 13.0 wheels (pypi source; the archives are taken
+--reinstall uses NVIDIA's real 13.0 wheels of `--profile` (pypi source; the archives are taken
 from CUDAENV_TEST_CACHE, default ~/.cache/cudaenv-test, when the PyPI end-to-end
 test has fetched them, else downloaded once before timing). Each run times:
 
@@ -90,10 +90,12 @@ def reinstall(args) -> None:
         env = base_env(work / "root1")
         env.update(CUDAENV_CACHE_DIR=str(warm), CUDAENV_PYPI_URL=os.environ.get("CUDAENV_PYPI_URL", "https://pypi.org/simple/"))
         out = subprocess.run([sys.executable, "-m", "cudaenv", "install", args.release, "--source", "pypi",
-                              "--json", "-q"], env=env, check=True, capture_output=True, text=True).stdout
+                              "--profile", args.profile, "--json", "-q"], env=env, check=True, capture_output=True,
+                             text=True).stdout
         import json
 
         release = json.loads(out)["release"]
+        how = ("--source", "pypi", "--profile", args.profile, "-q")
         tree = work / "root1" / "versions" / release
         size = sum(f.stat().st_size for f in tree.rglob("*") if f.is_file() and not f.is_symlink())
         files = sum(1 for f in tree.rglob("*") if f.is_file() and not f.is_symlink())
@@ -113,19 +115,19 @@ def reinstall(args) -> None:
                     os.link(f, cold_cache / "sha256" / f.name)
             shutil.copytree(warm / "plans", cold_cache / "plans")
             cold = base_env(work / f"coldroot{i}", CUDAENV_CACHE_DIR=str(cold_cache))
-            times["cold (unpack archives)"].append(timed(lambda: cli(cold, "install", release, "--source", "pypi", "-q")))
+            times["cold (unpack archives)"].append(timed(lambda: cli(cold, "install", release, *how)))
             shutil.rmtree(cold_cache)
             shutil.rmtree(work / f"coldroot{i}")
             start = time.perf_counter()
             cli(env, "uninstall", release, "--yes")
-            times["install (after uninstall)"].append(timed(lambda: cli(env, "install", release, "--source", "pypi", "-q")))
+            times["install (after uninstall)"].append(timed(lambda: cli(env, "install", release, *how)))
             times["uninstall + install"].append(time.perf_counter() - start)
             second = base_env(work / f"root2-{i}", CUDAENV_CACHE_DIR=str(warm))
-            times["second CUDAENV_ROOT"].append(timed(lambda: cli(second, "install", release, "--source", "pypi", "-q")))
+            times["second CUDAENV_ROOT"].append(timed(lambda: cli(second, "install", release, *how)))
             shutil.rmtree(work / f"root2-{i}")
         med = {k: statistics.median(v) for k, v in times.items()}
         base = med["cp -a of the tree (baseline)"]
-        print(f"CUDA {release} minimal from PyPI: {files} files, {size / 1e6:.0f} MB; {args.runs} runs, "
+        print(f"CUDA {release} {args.profile} from PyPI: {files} files, {size / 1e6:.0f} MB; {args.runs} runs, "
               f"{os.cpu_count()} cores; every cudaenv case includes its Python start-up")
         print(f"{'case':<32} {'median s':>9} {'min s':>7} {'vs cp -a':>8}")
         for name, vals in times.items():
@@ -140,6 +142,7 @@ def main() -> None:
     ap.add_argument("--mib", type=int, default=24)
     ap.add_argument("--reinstall", action="store_true", help="time reinstalls of real CUDA 13.0 from PyPI")
     ap.add_argument("--release", default="13.0")
+    ap.add_argument("--profile", default="minimal", help="minimal, build or full (--reinstall)")
     args = ap.parse_args()
     if args.reinstall:
         return reinstall(args)

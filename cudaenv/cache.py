@@ -17,6 +17,11 @@ when it is made, and cudaenv never writes into a file of an installed tree (the
 layout fix-ups create new files and symlinks, or replace files by rename). Do
 not edit files under versions/ in place; `cudaenv install --force` rebuilds
 a toolkit and its trees from the verified archives.
+
+Nothing here is taken at its word (cachetrust.py): a tree or plan is reused
+only with a valid seal of this user's cache key, a tree only while its
+manifest is unchanged, and the linker hardlinks only files that are this
+user's and writable by nobody else (anything else is copied, its mode masked).
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ import secrets
 import shutil
 import stat
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import locking, store
+from . import cachetrust, locking, store
 
 TREE_MARKER = ".cudaenv-tree.json"
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
@@ -68,7 +74,27 @@ def tree_path(sha256: str) -> Path:
 
 
 def has_tree(sha256: str) -> bool:
-    return (tree_path(sha256) / TREE_MARKER).is_file()
+    """Is there a tree of archive `sha256` that this user's cudaenv unpacked (its marker's seal
+    verifies) and that nobody changed since (its manifest digest is the one sealed)?"""
+    return tree_marker(sha256) is not None
+
+
+def tree_marker(sha256: str) -> dict | None:
+    tree = tree_path(sha256)
+    try:
+        st = os.lstat(tree)
+        if not stat.S_ISDIR(st.st_mode) or not _ours_alone(st):
+            return None
+    except OSError:
+        return None
+    marker = store.read_json_object(tree / TREE_MARKER)
+    if (marker is None or marker.get("sha256") != sha256 or not cachetrust.is_sealed("tree", marker)):
+        return None
+    try:
+        digest = cachetrust.tree_digest(tree, TREE_MARKER)
+    except OSError:
+        return None
+    return marker if digest is not None and digest == marker.get("manifest") else None
 
 
 # -- unpacked trees -------------------------------------------------------------
@@ -84,38 +110,91 @@ def _normalize_modes(root: Path) -> None:
                 os.chmod(p, 0o755 if st.st_mode & 0o111 else 0o644)
 
 
+def tree_lock(sha256: str) -> Path:
+    return trees_root() / f"{_checked_sha(sha256)}.lock"
+
+
+@contextmanager
+def trees_held(shas, on_wait=None):
+    """Hold the locks of these archives' trees, in the order given (sort it), for the block;
+    `on_wait()` is called once if another process holds one of them.
+
+    Whoever holds a tree's lock may unpack, replace or link from it; `prune` leaves
+    the tree and its archive alone meanwhile."""
+    trees_root().mkdir(parents=True, exist_ok=True)
+    told: list[bool] = []
+
+    def waiting():
+        if on_wait is not None and not told:
+            told.append(True)
+            on_wait()
+
+    with ExitStack() as stack:
+        for sha in shas:
+            stack.enter_context(locking.held(tree_lock(sha), on_wait=waiting))
+        yield
+
+
 def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
-    """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now)."""
-    from . import extract, parallel
+    """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now).
+    The caller holds the tree's lock (trees_held)."""
+    from . import extract
 
     art = item.artifact
     final = tree_path(art.sha256)
     if not fresh and has_tree(art.sha256):
-        return final, False
-    trees_root().mkdir(parents=True, exist_ok=True)
-    with parallel.held(trees_root() / f"{art.sha256}.lock"):  # an interrupt does not wait for the wait
-        if not fresh and has_tree(art.sha256):
-            return final, False  # another install unpacked it while we waited
-        for name in os.listdir(trees_root()):
-            if name.startswith(f".{art.sha256}."):
-                shutil.rmtree(trees_root() / name, ignore_errors=True)  # left by a killed install
-        tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
-        tmp.mkdir()
-        try:
-            extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
-            _normalize_modes(tmp)
-            marker = {"sha256": art.sha256, "filename": art.filename, "component": art.component,
-                      "version": art.version, "unpacked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            (tmp / TREE_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-            if os.path.lexists(final):
-                doomed = trees_root() / f".{art.sha256}.old.{secrets.token_hex(4)}"
-                os.rename(final, doomed)
-                shutil.rmtree(doomed, ignore_errors=True)
-            os.rename(tmp, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        return final, False  # unpacked before, or by another install while we waited
+    for name in os.listdir(trees_root()):
+        if name.startswith(f".{art.sha256}."):
+            shutil.rmtree(trees_root() / name, ignore_errors=True)  # left by a killed install
+    tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
+    tmp.mkdir()
+    try:
+        extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
+        _normalize_modes(tmp)
+        _write_marker(tmp, art)
+        if os.path.lexists(final):
+            doomed = trees_root() / f".{art.sha256}.old.{secrets.token_hex(4)}"
+            os.rename(final, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return final, True
+
+
+def _write_marker(tree: Path, art) -> None:
+    """Seal the tree just unpacked: the archive it came from and the digest of what it holds."""
+    from .extract import UnsafeArchive
+
+    path = tree / TREE_MARKER
+    if os.path.lexists(path):
+        raise UnsafeArchive(f"{art.filename}: holds {TREE_MARKER}, the name cudaenv keeps for its own record")
+    digest = cachetrust.tree_digest(tree, TREE_MARKER)
+    if digest is None:
+        raise UnsafeArchive(f"{art.filename}: unpacked to a file of another user, or writable by others")
+    marker = cachetrust.seal("tree", {
+        "sha256": art.sha256, "filename": art.filename, "component": art.component, "version": art.version,
+        "manifest": digest, "unpacked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(marker, indent=2) + "\n")
+
+
+def _ours_alone(st: os.stat_result) -> bool:
+    return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def drop_foreign_archive(sha256: str) -> None:
+    """Remove the cached archive `sha256` when it is not this user's alone: its owner could
+    rewrite it between its hash check and its extraction. It is downloaded again."""
+    path = archives_root() / _checked_sha(sha256)
+    try:
+        if not _ours_alone(os.lstat(path)):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 class Linker:
@@ -128,7 +207,11 @@ class Linker:
 
     def place(self, src: str, dst: str) -> None:
         self.files += 1
-        if self.mode == "hardlink":
+        st = os.lstat(src)
+        # Another user's file, or one others may write, would become an inode of the store
+        # that they can still change: it is copied instead, and its mode masked.
+        own = _ours_alone(st)
+        if self.mode == "hardlink" and own:
             try:
                 os.link(src, dst, follow_symlinks=False)
                 return
@@ -136,8 +219,7 @@ class Linker:
                 if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
                 self.mode = "reflink"
-        st = os.lstat(src)
-        mode = st.st_mode & 0o777
+        mode = st.st_mode & 0o755
         if self.mode == "copy":
             self._check_room(dst, st.st_size)
         with open(src, "rb") as fin, open(dst, "xb") as fout:
@@ -235,6 +317,38 @@ def touch(path: Path) -> None:
         pass
 
 
+# -- driver stubs ----------------------------------------------------------------
+
+STUB_MARKER = ".cudaenv-stub.json"
+
+
+def _stub_record(cuda_h_sha256: str) -> dict | None:
+    d = stubs_root() / _checked_sha(cuda_h_sha256)
+    try:
+        st = os.lstat(d / "libcuda.so")
+        if not stat.S_ISREG(st.st_mode) or not _ours_alone(st):
+            return None
+        data = store.read_small(d / "libcuda.so", 64 * 1024 * 1024)  # a stub is a few hundred KiB
+        return {"cuda_h": cuda_h_sha256, "sha256": hashlib.sha256(data).hexdigest()}
+    except OSError:
+        return None
+
+
+def has_stub(cuda_h_sha256: str) -> bool:
+    """Is the stub for this cuda.h one that this user's cudaenv built (the seal of its hash verifies)?"""
+    record = _stub_record(cuda_h_sha256)
+    marker = store.read_json_object(stubs_root() / cuda_h_sha256 / STUB_MARKER)
+    return (record is not None and marker is not None and cachetrust.is_sealed("stub", marker)
+            and all(marker.get(k) == v for k, v in record.items()))
+
+
+def seal_stub(cuda_h_sha256: str) -> None:
+    record = _stub_record(cuda_h_sha256)
+    if record is not None:
+        store.write_atomic(stubs_root() / cuda_h_sha256 / STUB_MARKER,
+                           json.dumps(cachetrust.seal("stub", record)) + "\n")
+
+
 # -- plans of exact releases -----------------------------------------------------
 
 def _plan_key(release: str, profile: str, extra) -> str:
@@ -257,6 +371,7 @@ def save_plan(plan, extra) -> None:
 
     data = asdict(plan)
     data["extra"] = sorted(extra)
+    data = cachetrust.seal("plan", data)
     try:
         store.write_atomic(_plan_file(plan.source, plan.release, plan.profile, extra), json.dumps(data, indent=1) + "\n")
     except OSError:
@@ -264,11 +379,17 @@ def save_plan(plan, extra) -> None:
 
 
 def load_plan(source: str, release: str, profile: str, extra):
-    """The cached plan, or None. Only plans whose every archive has a valid sha256 are trusted."""
+    """The cached plan, or None. Only a plan this user's cudaenv saved (its seal verifies) for
+    exactly this source, release, profile and set of components is trusted."""
     from .sources.base import Artifact, Plan
 
     try:
-        data = json.loads(_plan_file(source, release, profile, extra).read_text())
+        path = _plan_file(source, release, profile, extra)
+        data = store.read_json_object(path)
+        if (data is None or not cachetrust.is_sealed("plan", data) or data.get("source") != source
+                or data.get("release") != path.name.split("-", 1)[0] or data.get("profile") != profile
+                or data.get("extra") != sorted(extra)):
+            return None
         arts = [Artifact(**a) for a in data["artifacts"]]
         for a in arts:
             _checked_sha(a.sha256)
@@ -419,8 +540,9 @@ def prune(older_than: float | None = None, uninstalled: bool = False, dry_run: b
             continue
         if uninstalled and entry["used_by"]:
             continue
-        where = archives_root() if entry["kind"] == "archive" else trees_root()
-        if not _lock_free(entry["sha256"], where):
+        # An install downloading it holds the archive's lock; one unpacking or linking from
+        # its tree, or about to, holds the tree's lock (trees_held): both keep archive and tree.
+        if not (_lock_free(entry["sha256"], archives_root()) and _lock_free(entry["sha256"], trees_root())):
             continue
         if dry_run or _remove(entry):
             kind = entry["kind"]

@@ -463,6 +463,9 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
     for name in clean_stale_staging():
         progress.message(f"removed stale staging {name}")
 
+    from . import cachetrust
+
+    cachetrust.check_cache_dir()  # before any plan, tree or archive is read from it
     src, plan, notes = _plan_for(spec, source, profile, extra, refresh)
     for note in notes:
         progress.message(note)
@@ -474,7 +477,14 @@ def install(release_spec: str | None = None, source: str = "auto", profile: str 
             if previous is None and _covers(receipt, profile, extra):
                 return _already(release, started)
             previous = receipt
-        return _build(src, plan, spec, origin, extra, previous, force, progress, notes, started)
+        # The plan's trees (and archives) are held until the toolkit is committed: `cache prune`
+        # skips them, and an install that unpacks one again (--force) waits, so no tree is removed
+        # or replaced while it is linked from. Sorted: two installs never deadlock.
+        from . import cache
+
+        with cache.trees_held(sorted({a.sha256 for a in plan.artifacts}),
+                              on_wait=lambda: progress.message("waiting for another install that uses the same archives")):
+            return _build(src, plan, spec, origin, extra, previous, force, progress, notes, started)
 
 
 def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: dict | None, force: bool,
@@ -497,6 +507,8 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
                          f"{human_bytes(plan.total_size)}) for {spec.text} ({origin})")
     # An archive whose tree was unpacked before needs neither download nor decompression.
     to_fetch = [a for a in new if force or not cache.has_tree(a.sha256)]
+    for a in to_fetch:
+        cache.drop_foreign_archive(a.sha256)
     missing = sum(a.size or 0 for a in to_fetch if not cached_path(a.sha256).is_file())
     check_free_space(store.cache_dir(), missing, "the download")
     estimate = int(sum((a.size or 0) * registry.expansion(a.kind) for a in to_fetch))

@@ -98,8 +98,9 @@ def add_driver_stub(root: Path) -> str | None:
     digest = hashlib.sha256(cuda_h.read_bytes()).hexdigest()
     cached = cache.stubs_root() / digest / "libcuda.so"
     try:
-        if not cached.is_file():
+        if not cache.has_stub(digest):
             build_stub(cuda_h, cached)
+            cache.seal_stub(digest)
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         return f"lib64/stubs/libcuda.so: not generated ({e}); `-lcuda` needs a driver's libcuda.so"
     stubs.mkdir(parents=True, exist_ok=True)

@@ -58,6 +58,12 @@ _registry_guard = threading.Lock()
 _backend_by_device: dict[int, str] = {}
 
 
+class LockRefused(CudaenvError):
+    """A lock file that is not one: a symbolic link, a FIFO, a directory."""
+
+    exit_code = 2
+
+
 class LockUnavailable(CudaenvError):
     """The chosen kind of lock does not work on this filesystem."""
 
@@ -138,7 +144,7 @@ class FileLock:
 
     def _acquire_os(self, blocking: bool) -> bool:
         # The lock file exists in every mode: the staging cleaner reads its presence as "an install owns this".
-        self._file = open(self.path, "a")
+        self._file = open_lock_file(self.path)
         kinds = (self.requested,) if self.requested != "auto" else self._auto_order()
         for i, kind in enumerate(kinds):
             if kind == "lockdir":
@@ -269,6 +275,29 @@ class FileLock:
         self._token = None
 
 
+def open_lock_file(path: str) -> TextIO:
+    """The lock file at `path`, created if missing, never through a symlink (someone who
+    can plant one must not make us create or lock a file elsewhere) and never a FIFO or
+    device (opened without blocking, then refused)."""
+    import stat
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise LockRefused(f"{path}: the lock file is a symbolic link; not following it "
+                              "(remove it if you made it)") from None
+        if e.errno == errno.EISDIR:
+            raise LockRefused(f"{path}: the lock file is a directory; not using it") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise LockRefused(f"{path}: the lock file is not a regular file; not using it")
+    return os.fdopen(fd, "a")
+
+
 def owner_record(token: str) -> dict:
     return {"pid": os.getpid(), "host": socket.gethostname(), "start": process_start(os.getpid()),
             "token": token, "since": time.time()}
@@ -313,10 +342,12 @@ def is_stale(owner: dict, lockdir: str) -> bool:
 
 
 def _remove_dir(path: str) -> None:
+    """Remove a lock directory and whatever is in it: only `owner` is ours, but a crashed
+    or foreign writer may have left more, even directories (removed, never followed)."""
+    import shutil
+
     try:
-        for name in os.listdir(path):
-            os.unlink(os.path.join(path, name))
-        os.rmdir(path)
+        shutil.rmtree(path)
     except FileNotFoundError:
         pass
 

@@ -16,6 +16,13 @@ store in each one's own table instead (shims/select.sh, _cudaenv_resolve_stale).
 Entries are absolute paths of printable ASCII characters; empty entries are
 skipped and trailing slashes dropped, the same way in Python and shell. A
 store that does not exist (a mount missing on this node) offers nothing.
+
+A store is used only if it and every directory above it belong to root or to
+this user and nobody else may write them (ownership.py; a sticky directory
+such as /tmp above it is fine). Otherwise anyone could have made it (a missing
+mount under a 1777 directory) or could change it, and everyone listing it would
+run their toolkit: it is skipped with a one-line warning (UNTRUSTED), by the
+shell's store-by-store lookup too.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ ALLOWED = "absolute paths of cudaenv stores (printable ASCII), separated by colo
 # Rendered into the shell templates too (cudaenv.shims.shared_facts).
 NOT_ABSOLUTE = f"{VARIABLE}: {{shown}} is not an absolute path; allowed are {ALLOWED}"
 ORIGIN_PREFIX = "shared: "
+UNTRUSTED = (f"cudaenv: warning: skipping {{root}} in {VARIABLE}: {{why}}; a shared store and every directory "
+             "above it must belong to root or you and be writable only by their owner")
+_warned: set[str] = set()
 
 
 class InvalidSharedRoots(store.StoreError):
@@ -64,7 +74,25 @@ def roots(env=None) -> list[Path]:
     if not text:
         return []
     own = str(store.root(env))
-    return [Path(p) for p in text.split(":") if p != own]
+    return [Path(p) for p in text.split(":") if p != own and trusted(Path(p))]
+
+
+def trusted(shared_root: Path) -> bool:
+    """May this store's toolkits be offered? A missing store offers nothing anyway; one that
+    others could have made or may change is skipped, with the warning said once per process."""
+    if not shared_root.is_dir():
+        return True
+    from .ownership import owner_problem
+
+    why = owner_problem(shared_root)
+    if why is None:
+        return True
+    if str(shared_root) not in _warned:
+        _warned.add(str(shared_root))
+        import sys
+
+        sys.stderr.write(UNTRUSTED.format(root=shared_root, why=why) + "\n")
+    return False
 
 
 def origin(shared_root: Path) -> str:

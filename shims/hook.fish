@@ -425,6 +425,7 @@ function __cudaenv_resolve_stale -a r
     set -l alias "$r/aliases/$__cudaenv_spec"
     __cudaenv_alias_entry $alias; and test "$__cudaenv_aorigin" = cudaenv; and return 0
     for entry in $__cudaenv_shared
+        __cudaenv_untrusted_shared $entry; and continue
         __cudaenv_alias_entry "$entry/aliases/$__cudaenv_spec"; and test "$__cudaenv_aorigin" = cudaenv; and return 0
     end
     if __cudaenv_alias_entry $alias
@@ -432,6 +433,49 @@ function __cudaenv_resolve_stale -a r
     end
     set -g __cudaenv_toolkit
     return 1
+end
+
+# Is shared store $store one to skip (as _cudaenv_untrusted_shared in select-rare.sh, the rule of
+# cudaenv/ownership.py, worded the same)? Warns on stderr. One `stat`, on the stale path only.
+function __cudaenv_untrusted_shared -a store
+    set -l d (builtin realpath -- $store 2>/dev/null); or return 1
+    test -d "$d"; or return 1
+    set -l dirs $d
+    while test "$d" != /
+        set d (string replace -r '/[^/]*$' '' -- $d)
+        test -n "$d"; or set d /
+        set -a dirs $d
+    end
+    # The owner of /proc/self is our effective user.
+    set -l out (command stat -c '%u %g %U %G %a %n' -- /proc/self $dirs 2>/dev/null); or return 1
+    set -l me (string split -m 5 ' ' -- $out[1])
+    set -l target 1
+    set -l why
+    for line in $out[2..-1]
+        # uid gid user group mode name
+        set -l f (string split -m 5 ' ' -- $line)
+        if test "$f[1]" != 0; and test "$f[1]" != "$me[1]"
+            set why "$f[6] belongs to uid $f[1]"
+            break
+        end
+        # The group or the "others" digit has the write bit; a sticky directory above passes, and
+        # group write by the user's private group (primary, named after them) is nobody else's.
+        if string match -qr '[2367].?$' -- $f[5]
+            and not begin; string match -qr '[2367][0145]$' -- $f[5]; and test "$f[2]" = "$me[2]" -a "$f[4]" = "$me[3]"; end
+            if test -n "$target"; or not string match -qr '^[1357]...$' -- $f[5]
+                set why "$f[6] is writable by others (mode "(string pad -c 0 -w 4 -- $f[5])")"
+                break
+            end
+        end
+        set target
+    end
+    test -n "$why"; or return 1
+    # Said at once, and once per store in this shell, whose hook selects again and again.
+    if not contains -- $store $__cudaenv_untrusted_said
+        printf '%s\n' @SHARED_UNTRUSTED{root=$store,why=$why}@ >&2
+        set -ga __cudaenv_untrusted_said $store
+    end
+    return 0
 end
 
 # $argv[2..] without empty entries and without the first occurrence of $argv[1].
@@ -568,7 +612,7 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     end
     if test -n "$__cudaenv_missing"
         set -g __cudaenv_spec $__cudaenv_missing
-        __cudaenv_resolve; and set -g __cudaenv_key
+        __cudaenv_resolve 2>/dev/null; and set -g __cudaenv_key
     end
     if test "$key" = "$__cudaenv_key"
         return $__cudaenv_status

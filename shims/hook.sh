@@ -158,7 +158,7 @@ _cudaenv_hook() {
 # every store, with its message dropped: the next selection reports it.
 _cudaenv_installed_since() {
     _ce_spec=$_CUDAENV_MISSING
-    _cudaenv_resolve
+    _cudaenv_resolve 2>/dev/null  # quietly: what it meant was said when it selected
 }
 
 # Run from the prompt: keeps the user's $? intact for their prompt.

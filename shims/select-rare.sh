@@ -209,14 +209,66 @@ _cudaenv_foreign() {
     [ $# = 6 ] || return 1
     case $1 in *[2367]) ;; *) return 1 ;; esac  # the "others" digit has the write bit
     [ "$4" = 0 ] || [ "$4" = "$6" ] && return 1
-    out=@FOREIGN{path=$file,uid=$4,directory=$dir}@
-    # A shim says so at once; the prompt hook collects it, to say it once and not at every prompt.
+    _cudaenv_warn @FOREIGN{path=$file,uid=$4,directory=$dir}@
+    return 0
+}
+
+# Warning $1: a shim says it at once; the prompt hook collects it, to say it
+# once and not at every prompt.
+_cudaenv_warn() {
     if [ -n "${_ce_collect_warn-}" ]; then
         _ce_warn="${_ce_warn:+$_ce_warn
-}$out"
+}$1"
     else
-        printf '%s\n' "$out" >&2
+        printf '%s\n' "$1" >&2
     fi
+}
+
+# Is shared store $1 one to skip: does it, or a directory above it, belong to
+# a user who is neither root nor us, or may others write it (a sticky
+# directory above it, such as /tmp, is fine)? The rule of cudaenv/ownership.py,
+# worded the same; warns on stderr. A missing store is not skipped:
+# it offers nothing. One `stat` process, on the stale-table path only.
+_cudaenv_untrusted_shared() {
+    local store dir out me= mygid myname uid gid user group mode name why= target=1
+    store=$1
+    dir=$(cd -P -- "$store" 2>/dev/null && pwd -P) || return 1
+    set -- "$dir"
+    while [ "$dir" != / ]; do
+        dir=${dir%/*}
+        dir=${dir:-/}
+        set -- "$@" "$dir"
+    done
+    # The owner of /proc/self is our effective user.
+    out=$(command stat -c '%u %g %U %G %a %n' -- /proc/self "$@" 2>/dev/null) || return 1
+    while IFS=' ' read -r uid gid user group mode name; do
+        if [ -z "$me" ]; then
+            me=$uid mygid=$gid myname=$user
+            continue
+        fi
+        if [ "$uid" != 0 ] && [ "$uid" != "$me" ]; then
+            why="$name belongs to uid $uid"
+            break
+        fi
+        # The group or the "others" digit has the write bit; a sticky directory above passes.
+        case $mode in *[2367] | *[2367]?) ;; *) target=; continue ;; esac
+        # Group write only, by the user's private group (primary, named after them): nobody else's.
+        case $mode in *[2367]) ;; *) [ "$gid" = "$mygid" ] && [ "$group" = "$myname" ] && { target=; continue; } ;; esac
+        case $target:$mode in :[1357]???) target=; continue ;; esac
+        case $mode in ?) mode=000$mode ;; ??) mode=00$mode ;; ???) mode=0$mode ;; esac
+        why="$name is writable by others (mode $mode)"
+        break
+    done <<EOF
+$out
+EOF
+    [ -n "$why" ] || return 1
+    # Said at once, and once per store in a shell whose prompt hook selects again and again.
+    case ":${_ce_untrusted_said-}:" in
+        *":$store:"*) ;;
+        *)
+            printf '%s\n' @SHARED_UNTRUSTED{root=$store,why=$why}@ >&2
+            _ce_untrusted_said=${_ce_untrusted_said:+$_ce_untrusted_said:}$store ;;
+    esac
     return 0
 }
 
@@ -359,6 +411,7 @@ _cudaenv_resolve_stale() {
     set -f
     IFS=:
     for entry in $_ce_shared; do
+        _cudaenv_untrusted_shared "$entry" && continue
         _cudaenv_alias_entry "$entry/aliases/$_ce_spec" && [ "$_ce_aorigin" = cudaenv ] && { found=1; break; }
     done
     [ -n "$noglob" ] || set +f

@@ -112,7 +112,8 @@ class Sandbox:
             self.env["CONDA_PREFIX"] = str(p)
         self.env["PWD"] = str(self.cwd)
         self.case = case
-        self.shared = {name: self.tmp / f"shared-{name}" for name in case.shared}
+        above = self.tmp / "above" if case.shared_above is not None else self.tmp
+        self.shared = {name: above / f"shared-{name}" for name in case.shared}
         for name, releases in case.shared.items():
             self._add_shared(name, releases)
         if self.shared:
@@ -148,6 +149,16 @@ class Sandbox:
             for rel in releases:
                 shutil.rmtree(self.shared[name] / "versions" / rel)
             self._rehash(self.shared[name], {})
+        for name in self.case.shared_foreign:
+            for dirpath, dirnames, filenames in os.walk(self.shared[name]):
+                for n in [dirpath, *(os.path.join(dirpath, f) for f in dirnames + filenames)]:
+                    os.lchown(n, other_uid(), other_uid())
+        for name in self.case.shared_other_group:
+            os.chown(self.shared[name], -1, pwd.getpwuid(other_uid()).pw_gid)
+        for name, mode in self.case.shared_mode.items():
+            self.shared[name].chmod(mode)
+        if self.case.shared_above is not None:
+            (self.tmp / "above").chmod(self.case.shared_above)
         if self.case.shared_roots is not None:
             self.env["CUDAENV_SHARED_ROOTS"] = self.case.shared_roots.format(
                 **{name: str(p) for name, p in self.shared.items()})

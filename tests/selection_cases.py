@@ -23,7 +23,10 @@ by them. The user's rehash runs with the setting listing them in that order;
 `shared_roots`, when given, is the setting afterwards ({name} stands for a
 store's path), so a changed setting meets a table built for the old one. `shared_after` installs more there and
 `shared_gone` removes some (with the admin's rehash) after the user's rehash,
-as an admin does while users' tables are built. Expectations:
+as an admin does while users' tables are built. A store that is not safe from
+other users (it or a directory above it another user's, or writable by others;
+a sticky directory above is fine) is skipped with a one-line warning:
+`shared_foreign`, `shared_mode` and `shared_above` make one. Expectations:
   ("ok", "shared:<name>:13.0.2")  that store's toolkit is selected
   ("bad-setting", "CUDAENV_SHARED_ROOTS")  exit 1, one line naming the setting
 
@@ -67,6 +70,13 @@ class Case:
     # Managed toolkits copied into / deleted from versions/ by hand after the rehash.
     managed_after: list = field(default_factory=list)
     managed_gone: list = field(default_factory=list)
+    # Who may write a shared store, set after the user's rehash (so the table is stale when
+    # shared_after changed the store): `shared_foreign` stores are handed to an unprivileged user,
+    # `shared_mode` gives a store a mode, `shared_above` puts every store in <tmp>/above with that mode.
+    shared_foreign: list = field(default_factory=list)
+    shared_mode: dict = field(default_factory=dict)
+    shared_above: int | None = None
+    shared_other_group: list = field(default_factory=list)  # stores whose group is the other user's
 
 
 V = ".cuda-version"
@@ -269,6 +279,28 @@ CASES = [
          managed_gone=["13.0.2"], files={V: b"13.0\n"}),
     Case("hand-removed-only-one", ("missing", "12.8"), managed=["12.8.1", "13.0.2"], managed_gone=["12.8.1"],
          files={V: b"12.8\n"}),
+    # A store anyone could have made (a missing mount under a 1777 directory) or may change is skipped.
+    Case("shared-store-of-another-user-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_foreign=["a"], files={V: b"13.0\n"},
+         warn="in CUDAENV_SHARED_ROOTS: "),
+    Case("shared-store-of-another-user-gives-way", ("ok", "shared:b:13.0.0"), shared={"a": ["12.8.1"], "b": ["13.0.0"]},
+         shared_after={"a": ["13.0.2"]}, shared_foreign=["a"], files={V: b"13.0\n"}, warn="belongs to uid"),
+    Case("shared-world-writable-store-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o777}, files={V: b"13.0\n"},
+         warn="is writable by others (mode 0777); a shared store and every directory above it"),
+    Case("shared-group-writable-store-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o775}, shared_other_group=["a"], files={V: b"13.0\n"},
+         warn="(mode 0775)"),
+    # Group write by the user's private group (umask 002 on Debian and Red Hat) is nobody else's.
+    Case("shared-private-group-writable-is-used", ("ok", "shared:a:13.0.2"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o775}, files={V: b"13.0\n"}),
+    Case("shared-sticky-store-itself-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_mode={"a": 0o1777}, files={V: b"13.0\n"}, warn="(mode 1777)"),
+    Case("shared-below-world-writable-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_above=0o777, files={V: b"13.0\n"},
+         warn="/above is writable by others (mode 0777)"),
+    Case("shared-below-sticky-is-used", ("ok", "shared:a:13.0.2"), shared={"a": ["12.8.1"]},
+         shared_after={"a": ["13.0.2"]}, shared_above=0o1777, files={V: b"13.0\n"}),
     Case("shared-added-after-rehash", ("ok", "shared:a:13.0.2"), managed=["12.8.1"],
          shared={"a": ["13.0.0"]}, shared_after={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
     Case("shared-removed-after-rehash", ("ok", "shared:a:13.0.0"), shared={"a": ["13.0.0", "13.0.2"]},

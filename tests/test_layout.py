@@ -142,3 +142,27 @@ def test_redist_toolkit_links_minus_lcuda_and_reports_its_layout(tmp_path):
     assert "layout: bin/ lacks fatbinary, nvlink, cudafe++, bin2c" in out["notes"]
     assert "layout: nvvm/libdevice/libdevice.*.bc is missing" in out["notes"]
     assert not any("libcudart.so" in n or "stubs" in n or "lib64 is" in n for n in out["notes"])
+
+
+@needs_cc
+@pytest.mark.network
+def test_a_stub_planted_in_the_cache_is_never_linked_in(tmp_path, monkeypatch, real_cuda_h):
+    """A libcuda.so in stubs/<sha256 of cuda.h>/ that this user's cudaenv did not build and seal
+    (a restored or copied cache, say) is rebuilt, not hardlinked into the toolkit."""
+    import hashlib
+
+    monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    planted = cache.stubs_root() / hashlib.sha256(real_cuda_h.read_bytes()).hexdigest() / "libcuda.so"
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(b"\x7fELF planted")
+    planted.chmod(0o755)
+    root = tmp_path / "toolkit"
+    (root / "include").mkdir(parents=True)
+    (root / "lib").mkdir()
+    os.symlink("lib", root / "lib64")
+    shutil.copy(real_cuda_h, root / "include" / "cuda.h")
+    assert "generated from include/cuda.h" in layout.add_driver_stub(root)
+    stub = root / "lib" / "stubs" / "libcuda.so"
+    assert b"planted" not in stub.read_bytes() and "libcuda.so.1" in subprocess.run(
+        ["readelf", "-d", str(stub)], capture_output=True, text=True).stdout

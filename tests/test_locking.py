@@ -137,20 +137,6 @@ def lock_shim(tmp_path_factory):
 # -- each kind, contended by real processes ------------------------------------------------------
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_two_processes_exclude_each_other(tmp_path, kind):
-    lock, counter = tmp_path / "x.lock", tmp_path / "counter"
-    counter.write_text("0")
-    cmd = [sys.executable, "-c", CHILD, "count", str(lock), "150", str(counter)]
-    procs = [subprocess.Popen(cmd, env=child_env(kind), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert all(p.returncode == 0 for p in procs), outs
-    assert [o.strip() for o, _ in outs] == [kind, kind]
-    assert counter.read_text() == "300"  # not one increment lost
-    assert not os.path.exists(str(lock) + "dir")  # a released lockdir is gone
-
-
-@pytest.mark.parametrize("kind", KINDS)
 def test_a_held_lock_is_busy_until_released(tmp_path, kind):
     lock = tmp_path / "x.lock"
     holder = Holder(lock, child_env(kind))
@@ -382,3 +368,169 @@ def test_staging_cleaner_with_lock_directories(tmp_path, monkeypatch):
     live.let_go()
     assert install.clean_stale_staging() == [running]
     assert os.listdir(staging) == []
+
+
+# -- races made deterministic: a real process paused at the point that matters ---------------------
+
+# `as HOST STALE PATH`: hold the lock as a process of host HOST (so others judge it by the age of its
+# owner file) with STALE_SECONDS=STALE, until a line on stdin. `takeover PATH`: try once without
+# blocking, pausing (until a line on stdin) right after a lock was judged stale, before the takeover.
+PAUSING_CHILD = textwrap.dedent("""
+    import socket, sys
+    from cudaenv import locking
+    mode = sys.argv[1]
+    if mode == "as":
+        host, stale, path = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+        socket.gethostname = lambda: host
+        locking.STALE_SECONDS = stale
+        lock = locking.FileLock(path, "lockdir")
+        lock.acquire()
+        print("held", flush=True)
+        sys.stdin.readline()
+        lock.release()
+        print("released", flush=True)
+    elif mode == "takeover":
+        judged = locking.is_stale
+        def pausing(owner, lockdir):
+            stale = judged(owner, lockdir)
+            if stale:
+                print("judged stale", flush=True)
+                sys.stdin.readline()
+            return stale
+        locking.is_stale = pausing
+        lock = locking.FileLock(sys.argv[2], "lockdir")
+        print("got" if lock.acquire(blocking=False) else "busy", flush=True)
+        if lock.backend and lock._token:
+            lock.release()
+""")
+
+
+class Paused:
+    """A PAUSING_CHILD process; `expect` reads its next line, `go` resumes it."""
+
+    def __init__(self, *args, env=None):
+        self.proc = subprocess.Popen([sys.executable, "-c", PAUSING_CHILD, *map(str, args)],
+                                     env=env or child_env("lockdir"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def expect(self, line: str) -> None:
+        got = self.proc.stdout.readline().strip()
+        assert got == line, (got, self.proc.stderr.read() if not got else "")
+
+    def go(self) -> None:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+
+    def finish(self) -> str:
+        out, err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, err
+        return out.strip()
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def age(path: Path, seconds: float) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_waiter_never_enters_while_the_holder_is_inside(tmp_path, kind):
+    """Mutual exclusion shown without hoping for a race: the holder is paused inside; a second process
+    that asks must say it waits, stay out, and get the lock only once the holder has let go."""
+    lock, counter = tmp_path / "x.lock", tmp_path / "n"
+    counter.write_text("0")
+    holder = Holder(lock, child_env(kind))
+    waiter = subprocess.Popen([sys.executable, "-c", CHILD, "count", str(lock), "1", str(counter)],
+                              env=child_env(kind), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert waiter.stdout.readline() == "waiting\n"
+    assert counter.read_text() == "0" and waiter.poll() is None
+    holder.let_go()
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0 and out.strip() == kind, err
+    assert counter.read_text() == "1"
+    assert not os.path.exists(str(lock) + "dir")  # a released lockdir is gone
+
+
+def test_a_half_written_owner_file_is_judged_by_its_age(tmp_path):
+    """A crash while the owner file was written leaves no pid to test: the lock must still go stale,
+    or every later install waits forever."""
+    lockdir = tmp_path / "x.lockdir"
+    lockdir.mkdir()
+    (lockdir / "owner").write_text('{"pid": 4')
+    assert run_child("try", tmp_path / "x.lock", env=child_env("lockdir")).split() == ["busy", "lockdir"]
+    age(lockdir / "owner", locking.STALE_SECONDS + 5)
+    assert run_child("try", tmp_path / "x.lock", env=child_env("lockdir")).split() == ["got", "lockdir"]
+
+
+def test_a_holder_that_was_taken_over_leaves_the_new_owners_lock(tmp_path):
+    """A holds (on node-a) and stops refreshing; B (node-b) takes the lock over. When A lets go at last,
+    B's lock must stay: A removes only a lock that still names it."""
+    lock, lockdir = tmp_path / "x.lock", tmp_path / "x.lockdir"
+    a = Paused("as", "node-a", locking.STALE_SECONDS, lock)
+    a.expect("held")
+    age(lockdir / "owner", locking.STALE_SECONDS + 5)
+    b = Paused("as", "node-b", locking.STALE_SECONDS, lock)
+    b.expect("held")
+    assert json.loads((lockdir / "owner").read_text())["pid"] == b.proc.pid
+    a.go()
+    assert a.finish() == "released"
+    assert json.loads((lockdir / "owner").read_text())["pid"] == b.proc.pid  # still B's
+    assert run_child("try", lock, env=child_env("lockdir")).split() == ["busy", "lockdir"]
+    b.go()
+    assert b.finish() == "released" and not lockdir.exists()
+
+
+def test_a_takeover_never_removes_a_lock_taken_after_the_stale_one_was_read(tmp_path):
+    """B judges a dead process's lock stale and is paused there; meanwhile the stale lock goes and C
+    takes a fresh one. B's rename then moves C's lock: it must put it back, not delete it."""
+    lock, lockdir = tmp_path / "x.lock", tmp_path / "x.lockdir"
+    write_owner(lockdir, pid=dead_pid(), host=socket.gethostname(), start="1")
+    b = Paused("takeover", lock)
+    b.expect("judged stale")
+    shutil.rmtree(lockdir)  # another waiter took the stale lock over and released it
+    c = Holder(lock, child_env("lockdir"))
+    c_owner = json.loads((lockdir / "owner").read_text())
+    b.go()
+    assert b.finish() == "busy"
+    assert json.loads((lockdir / "owner").read_text()) == c_owner
+    assert [n for n in os.listdir(tmp_path) if n.startswith("x.lockdir.")] == []  # no tomb left
+    c.let_go()
+
+
+def test_the_heartbeat_refreshes_the_lock_before_it_can_go_stale(tmp_path, monkeypatch):
+    """A holder on another host is judged by the age of its owner file: its heartbeat must touch it
+    more often than STALE_SECONDS. A holder with a short stale age (4 s) is watched for three times
+    that by a contender that judges with the same age: the lock must never look stale."""
+    lock = tmp_path / "x.lock"
+    stale = 4.0
+    a = Paused("as", "node-a", stale, lock)
+    a.expect("held")
+    monkeypatch.setattr(locking, "STALE_SECONDS", stale)
+    end = time.monotonic() + 3 * stale
+    while time.monotonic() < end:
+        contender = locking.FileLock(lock, "lockdir")
+        assert contender.acquire(blocking=False) is False, "a live holder's lock was taken over"
+        time.sleep(0.2)
+    a.go()
+    assert a.finish() == "released"
+
+
+def test_a_stale_lockdir_holding_a_directory_is_taken_over_whole(tmp_path):
+    """Stale-lock cleanup removed only files: a subdirectory made the takeover fail with 'Is a
+    directory' and left a .stale tomb behind."""
+    lockdir = tmp_path / "x.lockdir"
+    write_owner(lockdir, pid=dead_pid(), host=socket.gethostname(), start="1")
+    (lockdir / "debris" / "deeper").mkdir(parents=True)
+    (lockdir / "debris" / "deeper" / "f").write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    (lockdir / "link").symlink_to(outside)
+    assert run_child("try", tmp_path / "x.lock", env=child_env("lockdir")).split() == ["got", "lockdir"]
+    assert sorted(os.listdir(tmp_path)) == ["outside", "x.lock"]
+    assert (outside / "keep").read_text() == "keep"  # removed, never followed

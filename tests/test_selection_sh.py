@@ -180,7 +180,8 @@ def test_messages_render_as_python_formats_them(tmp_path):
 
     values = {"path": "/p/a b/$x`id`\\'\"*", "what": "a FIFO", "reason": "Permission denied", "uid": "1001",
               "directory": "/tmp", "source": "/w/.cuda-version", "origin": "set by $HOME", "spec": "13.0",
-              "shown": "'1x'", "name": "cuobj$dump`id`", "releases": "12.8.1, 13.0.2"}
+              "shown": "'1x'", "name": "cuobj$dump`id`", "releases": "12.8.1, 13.0.2",
+              "root": "/opt/a b/$x`id`", "why": "/opt is writable by others (mode 0777)"}
     for name, template in shims.shared_facts().items():
         fields = sorted(set(re.findall(r"\{([a-z]+)\}", template))) if (re := __import__("re")) else []
         if not fields:

@@ -3,7 +3,8 @@
 # can be run and tested anywhere: GitHub only provides the files named by
 # GITHUB_ENV, GITHUB_PATH and GITHUB_OUTPUT, which this script appends to.
 #
-#   setup-cuda.sh plan      which release to install, the cache directory and the cache key
+#   setup-cuda.sh plan      which release to install, the cache directory, the path to cache
+#                           (its archives) and the cache key
 #   setup-cuda.sh install   install it (keeping the archives for the cache) and export
 #                           CUDA_HOME, CUDA_PATH, CUDAToolkit_ROOT, CUDACXX and PATH
 #
@@ -57,6 +58,10 @@ print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
         echo "version=$version"
         echo "release=$release"
         echo "cache-dir=$cache_dir"
+        # What the Action caches: the archives alone, which every install hashes again
+        # before use. Plans and unpacked trees are sealed by a key of this runner's
+        # that no restored cache carries, so they would be rebuilt anyway.
+        echo "cache-path=$cache_dir/sha256"
         echo "cache-key=cudaenv-$(uname -s)-$(uname -m)-$release-$profile-$source"
     } >>"$GITHUB_OUTPUT"
     echo "setup-cuda: $version -> $release ($profile, $source); download cache $cache_dir"

@@ -1,0 +1,71 @@
+"""Who may write a path: the owner rule for what cudaenv trusts because of where it lies.
+
+A directory is safe from other users when it, and every directory above it,
+belongs to root or to this user and is writable by nobody else, as ssh demands
+of ~/.ssh. A world-writable sticky directory above it (such as /tmp) passes:
+others can create beside it but can neither rename nor remove what is ours in
+it. The directory itself must not be writable by others at all. Group write
+is no one else's when the group is the user's private group (their primary
+group, named after them, as Debian and Red Hat make one for every user, whose
+umask 002 leaves new directories group-writable). The cache
+(cachetrust.py), the cache key, and each CUDAENV_SHARED_ROOTS store
+(shared_roots.py, and _cudaenv_untrusted_shared in shims/select-rare.sh and
+hook.fish, held to the same table of cases) are judged by it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def mode_text(st: os.stat_result) -> str:
+    """A mode as `stat -c %a` zero-padded to four digits, the way both sides word it."""
+    return f"{stat.S_IMODE(st.st_mode):04o}"
+
+
+def _private_group(gid: int) -> bool:
+    """Is `gid` this user's private group: their primary group, named after them?"""
+    if gid != os.getegid():
+        return False
+    import grp
+    import pwd
+
+    try:
+        return grp.getgrgid(gid).gr_name == pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return False
+
+
+def owner_problem(path: Path | str, *, ancestors: bool = True) -> str | None:
+    """Why `path` is not safe from other users, or None: it and (with `ancestors`)
+    every directory above it belong to root or to us and are writable by nobody
+    else. A world-writable sticky directory above it passes (others cannot rename
+    or remove our entries in it); `path` itself must not be writable by others at
+    all. A path that does not exist yet is judged by what exists above it (whoever
+    makes it later owns it, and is judged then)."""
+    me = os.geteuid()
+    p = os.path.realpath(os.fspath(path))  # every directory on the real way there, none through a link
+    target = True
+    while True:
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            return f"{p}: {e.strerror}"
+        if st is not None:
+            if st.st_uid not in (0, me):
+                return f"{p} belongs to uid {st.st_uid}"
+            write = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            if write == stat.S_IWGRP and _private_group(st.st_gid):
+                write = 0
+            if write:
+                sticky_above = not target and st.st_mode & stat.S_ISVTX
+                if not sticky_above:
+                    return f"{p} is writable by others (mode {mode_text(st)})"
+        target = False
+        if not ancestors or p == "/":
+            return None
+        p = os.path.dirname(p)
