@@ -184,6 +184,8 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         where, line = case.expect[1], case.expect[2]
         name = sandbox.where(where)
         assert name + (f":{line}" if line else "") in stderr, ctx
+        if len(case.expect) > 3:
+            assert f"invalid version {case.expect[3]};" in stderr, ctx
         assert "allowed" in stderr, ctx
         assert len(stderr.strip().splitlines()) == 1, ctx
     elif kind in ("too-large", "not-regular"):

@@ -13,6 +13,7 @@ and what must happen:
   ("ok", "system:12.8.1")       the discovered toolkit of that release
   ("invalid", "where", line)    exit 1; stderr names `where` (a path relative to
                                 <tmp>, or CUDAENV_VERSION) and the line number
+  ("invalid", "where", line, "'shown'")  ... and shows the value exactly so
   ("missing", "12.4")           exit 127; stderr says `cudaenv install 12.4`
   ("too-large", "where")        exit 1; stderr names `where` and the size rule
   ("not-regular", "where", "a FIFO")  exit 1; stderr names `where` and what it is
@@ -121,6 +122,20 @@ CASES = [
     Case("only-first-value-counts", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12.8\n../evil\n"}),
     Case("utf8-comment", ("ok", "managed:12.8.1"), managed=TWO,
          files={V: "# für die GPU\n12.8\n".encode()}),
+    # a UTF-8 byte order mark (Windows editors write one) at the start of the file is ignored
+    Case("utf8-bom", ("ok", "managed:13.0.2"), managed=TWO, files={V: b"\xef\xbb\xbf13.0\n"}),
+    Case("utf8-bom-crlf-comment", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"\xef\xbb\xbf# pinned\r\n12.8\r\n"}),
+    Case("utf8-bom-no-newline", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"\xef\xbb\xbf12.8"}),
+    Case("utf8-bom-not-counted-in-line-length", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"\xef\xbb\xbf" + b"#" * MAX_LINE + b"\n12.8\n"}),
+    Case("utf8-bom-global", ("ok", "managed:12.8.1"), managed=TWO, global_=b"\xef\xbb\xbf12.8\r\n"),
+    Case("utf8-bom-tool-versions", ("ok", "managed:12.8.1"), managed=TWO,
+         files={".tool-versions": b"\xef\xbb\xbfcuda 12.8\n"}),
+    Case("utf8-bom-only-at-start", ("invalid", "proj/" + V, 2), managed=TWO, files={V: b"# c\n\xef\xbb\xbf13.0\n"}),
+    Case("utf8-bom-twice", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"\xef\xbb\xbf\xef\xbb\xbf13.0\n"}),
+    Case("utf8-bom-then-bad-value", ("invalid", "proj/" + V, 1, "'v13'"), managed=TWO,
+         files={V: b"\xef\xbb\xbfv13\n"}),
     # .tool-versions (asdf, mise): a `cuda` line, below .cuda-version in the same directory
     Case("tool-versions", ("ok", "managed:12.8.1"), managed=TWO,
          files={".tool-versions": b"python 3.11.7\ncuda 12.8 13.0  # fallbacks are ignored\nnodejs 20\n"}),
@@ -167,6 +182,16 @@ CASES = [
     Case("only-comments", ("invalid", "proj/" + V, None), managed=TWO, files={V: b"# nothing\n\n"}),
     Case("bad-global", ("invalid", "root/version", 1), managed=TWO, global_=b"../../bin\n"),
     Case("bad-env", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "../x"}),
+    # only spaces and tabs are trimmed from CUDAENV_VERSION, as from a file's line
+    Case("bad-env-newline", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "13.0\n"}),
+    Case("bad-env-cr", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "13.0\r"}),
+    # a value is shown up to 40 characters, then "..."
+    Case("bad-env-shown-40", ("invalid", "CUDAENV_VERSION", None, "'" + "1234567890" * 4 + "'"), managed=TWO,
+         env={"CUDAENV_VERSION": "1234567890" * 4}),
+    Case("bad-env-shown-cut-at-40", ("invalid", "CUDAENV_VERSION", None, "'" + "1234567890" * 4 + "...'"),
+         managed=TWO, env={"CUDAENV_VERSION": "1234567890" * 4 + "x"}),
+    Case("bad-file-shown-cut-at-40", ("invalid", "proj/" + V, 1, "'" + "abcdefghij" * 4 + "...'"), managed=TWO,
+         files={V: b"abcdefghij" * 5 + b"\n"}),
     Case("bad-env-subst", ("invalid", "CUDAENV_VERSION", None), managed=TWO,
          env={"CUDAENV_VERSION": "$(id)"}),
     Case("bad-nearer-file-not-skipped", ("invalid", "proj/a/" + V, 1), managed=TWO,
@@ -187,6 +212,11 @@ CASES = [
          files={V: b"12.8\n" + b"#" * (MAX_BYTES - 6) + b"\n\n"}),
     Case("one-line-over", ("too-large", "proj/" + V), managed=TWO,
          files={V: b"12.8\n" + b"\n" * MAX_LINES}),
+    # a last line without a newline is a line too
+    Case("one-line-over-no-newline", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"#\n" * MAX_LINES + b"12.8"}),
+    Case("one-line-over-value-first-no-newline", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"12.8\n" + b"#\n" * (MAX_LINES - 1) + b"#"}),
     Case("value-then-huge-tail", ("too-large", "proj/" + V), managed=TWO,
          files={V: b"12.8\n" + b"# tail\n" * 20000}),
     Case("ten-thousand-comment-lines", ("too-large", "proj/" + V), managed=TWO, files={V: b"# c\n" * 10000}),
