@@ -134,6 +134,30 @@ def test_verify_links_checks_links_made_after_extraction(tmp_path):
         extract.verify_links(root)
 
 
+def test_merged_links_into_a_sibling_directory_are_refused(tmp_path):
+    """The links placed while merging cached trees into staging must stay inside that toolkit:
+    a sibling whose name merely starts with the root's (13.0.2-other beside 13.0.2) is outside."""
+    from cudaenv import cache
+
+    root = tmp_path / "staging" / "13.0.2"
+    sibling = tmp_path / "staging" / "13.0.2-other" / "lib"
+    (root / "lib").mkdir(parents=True)
+    sibling.mkdir(parents=True)
+    (root / "lib" / "libcudart.so.13").write_bytes(b"\x7fELF")
+    (sibling / "libcudart.so.13").write_bytes(b"\x7fELF")
+    linker = cache.Linker()
+    inside = root / "lib" / "libcudart.so"
+    inside.symlink_to("libcudart.so.13")
+    linker.symlinks.append(str(inside))
+    cache.verify_symlinks(root, linker)  # inside the toolkit: fine
+    outside = root / "lib" / "libcudart_static.so"
+    outside.symlink_to("../../13.0.2-other/lib/libcudart.so.13")
+    linker.symlinks.append(str(outside))
+    with pytest.raises(UnsafeArchive, match="symlink 'lib/libcudart_static.so' -> "
+                                            "'../../13.0.2-other/lib/libcudart.so.13' resolves outside the toolkit"):
+        cache.verify_symlinks(root, linker)
+
+
 def test_extract_tar_contract_for_deb_data(tmp_path):
     """The apt source passes a stream-mode TarFile of a .deb's data.tar and a subdir."""
     buf = io.BytesIO()
