@@ -142,6 +142,8 @@ class Sandbox:
             # By hand, some time after the rehash: dash's `test -nt` compares whole seconds.
             later = time.time() + 2
             os.utime(self.root / "versions", (later, later))
+        for rel in self.case.system_gone:
+            shutil.rmtree(self.tmp / "sys" / f"cuda-{rel}")
         for name, releases in self.case.shared_after.items():
             self._add_shared(name, releases)
         for name, releases in self.case.shared_gone.items():

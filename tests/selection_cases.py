@@ -68,6 +68,8 @@ class Case:
     # Managed toolkits copied into / deleted from versions/ by hand after the rehash.
     managed_after: list = field(default_factory=list)
     managed_gone: list = field(default_factory=list)
+    # Discovered (system) toolkits deleted after the rehash.
+    system_gone: list = field(default_factory=list)
 
 
 V = ".cuda-version"
@@ -286,6 +288,13 @@ CASES = [
          env={"CUDAENV_VERSION": "13"}),
     Case("hand-added-invalid-name-ignored", ("ok", "managed:13.0.2"), managed=["13.0.2"], managed_after=["13..9"],
          env={"CUDAENV_VERSION": "13"}),
+    # only X.Y.Z names are toolkits: a directory named 13.1 (a prefix) is no 13.1.0
+    Case("hand-added-prefix-name-ignored", ("ok", "managed:13.0.2"), managed=["13.0.2"], managed_after=["13.1"],
+         env={"CUDAENV_VERSION": "13"}),
+    Case("prefix-name-at-rehash-ignored", ("missing", "13.1"), managed=["13.0.2", "13.1"], files={V: b"13.1\n"}),
+    # a discovered toolkit deleted since the rehash is not installed, in every implementation
+    Case("system-deleted-after-rehash", ("missing", "12.6"), managed=TWO, system=["12.6.0"],
+         system_gone=["12.6.0"], files={V: b"12.6\n"}),
     Case("hand-removed-after-rehash", ("ok", "managed:13.0.2"), managed=["13.0.2", "13.1.0"],
          managed_gone=["13.1.0"], env={"CUDAENV_VERSION": "13"}),
     Case("hand-removed-minor-after-rehash", ("ok", "managed:13.0.0"), managed=["13.0.0", "13.0.2"],

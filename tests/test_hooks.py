@@ -218,6 +218,26 @@ def test_explicit_system_beats_the_users_own_variables(shell, system_world):
     assert insys["CUDA_HOME"] == str(sys_tk) and insys["CUDACXX"] == f"{sys_tk}/bin/nvcc"
 
 
+@pytest.mark.parametrize("var, value", [("CUDA_HOME", "/opt/users-own-cuda"), ("CUDA_PATH", "/opt/users-own-cuda"),
+                                        ("CUDAToolkit_ROOT", "/opt/users-own-cuda"),
+                                        ("CUDACXX", "/opt/users-own-cuda/bin/nvcc")])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_any_one_of_the_users_own_variables_keeps_the_system_toolkit_out(shell, system_world, var, value):
+    """Each of the four variables the hook manages, set alone by the user (CMake users set only
+    CUDACXX or CUDAToolkit_ROOT), is their own choice where nothing selects: the hook exports
+    no system toolkit over it, and a project's selection is undone back to it."""
+    tmp, root, env, init, sys_tk = system_world
+    env[var] = value
+    p, (outside, in130, back_out) = session(shell, (tmp, root, env, init),
+                                            f"prompt\nshow\ncd {tmp}/p130\nprompt\nshow\ncd {tmp}/out\nprompt\nshow\n")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    managed = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX")
+    assert {k: outside[k] for k in managed} == {k: value if k == var else None for k in managed}, (shell, outside)
+    assert str(sys_tk) not in outside["PATH"]
+    assert in130["CUDA_HOME"] == str(root / "versions" / "13.0.2")
+    assert back_out == outside
+
+
 def _reads_of(trace: str, name: str) -> int:
     """How many read(2) calls the trace shows on the file descriptor opened for `name`."""
     fds, count = set(), 0

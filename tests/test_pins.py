@@ -261,10 +261,15 @@ def test_gen_pins_check_matches_and_detects_drift(tmp_path):
     ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["abc", 1]}}}', "expected [sha256, size]"),
     ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["' + "a" * 64 + '", -1]}}}',
      "expected [sha256, size]"),
+    # JSON's true is Python's True, an int subclass equal to 1: a size it is not.
+    ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["' + "a" * 64 + '", true]}}}',
+     "expected [sha256, size]"),
+    ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["' + "a" * 64 + '", 1.0]}}}',
+     "expected [sha256, size]"),
     ('{"format": 1, "archives": {"../x": {}}}', "invalid directory"),
     ("[" * 100_000 + "]" * 100_000, f"JSON nested deeper than {MAX_JSON_DEPTH} levels"),
     ("{", "not valid JSON"),
-], ids=["format", "release", "sha256", "size", "directory", "nested", "json"])
+], ids=["format", "release", "sha256", "size", "size-true", "size-float", "directory", "nested", "json"])
 def test_bad_pins_file_is_one_line(tmp_path, newer, content, message):
     bad = tmp_path / "pins.json"
     bad.write_text(content)
