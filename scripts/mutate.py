@@ -158,6 +158,11 @@ MUTATIONS = [
     Mutation("PN1", "cudaenv/pins.py", "type(value[1]) is int and value[1] >= 0",
              "isinstance(value[1], int) and value[1] >= 0", "a pins file's size of `true` is taken for 1 byte",
              tests=["tests/test_pins.py"]),
+    Mutation("PX1", "cudaenv/consumers.py", 'return f"{9 + major - 13}.{minor}"', 'return f"{10 + major - 13}.{minor}"',
+             "the PTX ISA of a release past consumers.json's table is one major off", tests=["tests/test_data.py"]),
+    Mutation("DR8", "cudaenv/diagnostics.py", "tk if tk in errors else errors[0] if errors else",
+             "tk if tk in errors else errors[-1] if errors else",
+             "the report's one command is the last error's fix, not the first's"),
     # GPU detection
     Mutation("G1", "cudaenv/machine.py", 'text=True, errors="replace", timeout=30', "text=True, timeout=30",
              "nvidia-smi output that is not UTF-8 crashes the probe"),

@@ -153,6 +153,30 @@ def test_triton_8539_spark_old_bundled_ptxas(tmp_path):
     ends_clean(rounds)
 
 
+def test_the_one_command_is_the_first_errors_fix_in_report_order(tmp_path):
+    """Four errors, none a broken CUDA_HOME or a switch of toolkits: DGX Spark with Triton 3.5's
+    bundled ptxas and a driver too old for the GPU, for torch's CUDA 13 and for the toolkit. The
+    command printed last is the first error's fix in the report's order, and every error keeps its own."""
+    import json
+
+    from cudaenv.activation import toolkit_env
+
+    m = Machine(tmp_path, gpus="dgx-spark", driver="570.124.06", torch="2.9.0+cu130", triton="3.5.0")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    env = m.env()
+    env.update(toolkit_env(tk, env))
+    r = m.cli("doctor", "--json", "--python", m.python, env=env)
+    report = json.loads(r.stdout)
+    errors = [(c["id"], c["fix"]) for c in report["checks"] if c["status"] == "error"]
+    assert errors == [("triton-ptxas", f"export TRITON_PTXAS_PATH={tk}/bin/ptxas"),
+                      ("driver-gpu", "install NVIDIA driver >= 575.51.03"),
+                      ("driver-torch", "install NVIDIA driver >= 580.65.06"),
+                      ("driver", "install NVIDIA driver >= 580.65.06")], errors
+    assert report["fix"] == errors[0][1]
+    assert r.returncode == 2
+
+
 def test_pytorch_73047_torch_cuda_differs_from_nvcc(tmp_path):
     """pytorch#73047: torch cu128, nvcc on PATH is 11.8 -> major mismatch."""
     m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
