@@ -312,7 +312,8 @@ def main(argv=None) -> int:
             if count != 1:
                 results.append(dict(id=m.id, path=m.path, what=m.what, result="stale",
                                     detail=f"snippet found {count} times"))
-                print(f"{m.id:5} stale     {m.path}: the snippet occurs {count} times", file=sys.stderr)
+                print(f"{m.id:5} stale     {m.path}: the snippet occurs {count} times, not once; update "
+                      f"mutation {m.id} here to the code's current text ({m.what})", file=sys.stderr)
                 continue
             target.write_text(original.replace(m.old, m.new))
             try:
