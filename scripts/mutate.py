@@ -163,6 +163,9 @@ MUTATIONS = [
     Mutation("DR8", "cudaenv/diagnostics.py", "tk if tk in errors else errors[0] if errors else",
              "tk if tk in errors else errors[-1] if errors else",
              "the report's one command is the last error's fix, not the first's"),
+    Mutation("AP1", "cudaenv/sources/apt/source.py", "if a.component == nvcc]", 'if a.component.startswith("cuda-nvcc-")]',
+             "version.json records whichever cuda-nvcc-* package came last, not the release's own",
+             tests=["tests/test_apt.py"]),
     # GPU detection
     Mutation("G1", "cudaenv/machine.py", 'text=True, errors="replace", timeout=30', "text=True, timeout=30",
              "nvidia-smi output that is not UTF-8 crashes the probe"),

@@ -192,6 +192,31 @@ def test_wheel_members_under_subdir(tmp_path):
     assert os.access(tmp_path / "root" / "bin" / "nvcc", os.X_OK)
 
 
+def test_wheel_member_larger_than_its_declared_size_is_refused(tmp_path):
+    """A zip whose headers understate a member's size (1 MiB deflated, declared 10 bytes): the
+    reader stops at the declared size and the CRC then fails, so the writer never gets more
+    bytes than were charged against the disk-space budget, and the wheel is refused."""
+    import struct
+    import zlib
+
+    whl = tmp_path / "liar.whl"
+    data = b"\0" * (1 << 20)
+    _wheel(whl, [("nvidia/cu13/lib/libbig.so", data, 0o644)])
+    raw = bytearray(whl.read_bytes())
+    # The uncompressed size in the local header (offset 22) and the central directory entry (24).
+    local, central = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    for at in (local + 22, central + 24):
+        assert struct.unpack_from("<I", raw, at)[0] == len(data)
+        struct.pack_into("<I", raw, at, 10)
+    whl.write_bytes(bytes(raw))
+    assert zipfile.ZipFile(whl).getinfo("nvidia/cu13/lib/libbig.so").file_size == 10
+    assert zlib.crc32(data) != zlib.crc32(data[:10])
+    with pytest.raises(UnsafeArchive, match=r"liar\.whl: not a valid wheel \(Bad CRC-32"):
+        extract.extract_artifact(whl, "whl", tmp_path / "root", "nvidia/cu13")
+    assert not (tmp_path / "root" / "lib" / "libbig.so").exists()
+    assert [p.name for p in (tmp_path / "root").rglob("*") if p.is_file()] == []
+
+
 def test_wheel_with_dotdot_is_refused(tmp_path):
     whl = tmp_path / "bad.whl"
     _wheel(whl, [("nvidia/cu13/../../evil", "x", 0o644)])
