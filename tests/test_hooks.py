@@ -20,13 +20,14 @@ CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
 
 
 def _write_inits(tmp_path, env) -> dict:
-    """`cudaenv init - SHELL` for each shell, written where a session can source it."""
+    """`cudaenv init - SHELL` for each shell, written where a session can source it: its bytes as
+    printed (text mode would turn the carriage return the code holds into a newline)."""
     init = {}
     for sh in SHELLS:
         p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
-                           text=True, check=True)
+                           check=True)
         init[sh] = tmp_path / f"init.{sh}"
-        init[sh].write_text(p.stdout)
+        init[sh].write_bytes(p.stdout)
     return init
 
 
@@ -127,6 +128,22 @@ def test_bad_selection_reports_once_and_exports_nothing(shell, world):
     assert bad["CUDA_HOME"] == "/opt/users-own-cuda" and bad["CUDACXX"] is None
     assert str(root / "versions") not in bad["PATH"]
     assert out == bad
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_crlf_version_file_applies_through_the_init_as_printed(shell, world):
+    """A .cuda-version saved with CRLF line ends (a Windows editor), a BOM too, is applied by
+    the hook loaded from `cudaenv init -` exactly as printed: the code's carriage return survives."""
+    tmp, root, env, init = world
+    assert b"\r" in init[shell].read_bytes() or shell == "fish"
+    (tmp / "crlf").mkdir()
+    (tmp / "crlf" / ".cuda-version").write_bytes(b"# pinned\r\n12.8\r\n")
+    (tmp / "bom").mkdir()
+    (tmp / "bom" / ".cuda-version").write_bytes(b"\xef\xbb\xbf13.0\r\n")
+    p, (crlf, bom) = session(shell, world, f"cd {tmp}/crlf\nprompt\nshow\ncd {tmp}/bom\nprompt\nshow\n")
+    assert p.stderr == "", p.stderr
+    assert crlf["CUDA_HOME"] == str(root / "versions" / "12.8.1")
+    assert bom["CUDA_HOME"] == str(root / "versions" / "13.0.2")
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -459,8 +476,8 @@ def test_unchanged_prompt_costs_the_same_with_three_shared_stores(shell, tmp_pat
     for name, env in (("one", one), ("three", three)):
         env = dict(env, PATH=f"/usr/local/bin:/usr/bin:/bin:{CLI_DIR}", PWD=str(cwd))
         init = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", shell], env=env, capture_output=True,
-                              text=True, check=True).stdout
-        (tmp_path / f"init.{name}.{shell}").write_text(init)
+                              check=True).stdout
+        (tmp_path / f"init.{name}.{shell}").write_bytes(init)
         marker = "test -e /cudaenv-steady-{}\n"
         body = (SHOW[shell] + f"source {tmp_path}/init.{name}.{shell}\nprompt\nprompt\n"
                 + marker.format("begin") + "prompt\nprompt\nprompt\n" + marker.format("end") + "show\n")

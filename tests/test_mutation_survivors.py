@@ -446,7 +446,9 @@ def _hook_session(shell: str, tmp: Path, steps: list[str]) -> list[str]:
     cli_dir = os.path.dirname(shutil.which("cudaenv") or sys.executable)
     env["PATH"] = f"/usr/local/bin:/usr/bin:/bin:{cli_dir}"
     init = tmp / f"init.{shell}"
-    init.write_text(_cli(env, tmp, "init", "-", shell).stdout)
+    # Its bytes as printed: text mode would turn the code's carriage return into a newline.
+    init.write_bytes(subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", shell], env=env, cwd=tmp,
+                                    capture_output=True, check=True, timeout=300).stdout)
     body = [f"source {init}"]
     for step in steps:
         body += [step, PROMPT[shell], SHOW[shell]]
