@@ -58,6 +58,11 @@ def _make_special(path: Path, kind: str):
             path.symlink_to("/dev/zero")
     elif kind == "device-link":
         path.symlink_to("/dev/null")
+    elif kind == "socket":
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as sock:  # the socket file outlives the socket
+            sock.bind(str(path))
     elif kind.startswith("link:"):
         path.symlink_to(kind[5:])
     elif kind.startswith("mode:"):
@@ -201,7 +206,8 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         assert len(stderr.strip().splitlines()) == 1, ctx
     elif kind == "bad-setting":
         assert code == 1, ctx
-        assert f"{case.expect[1]}: " in stderr and "absolute path" in stderr, ctx
+        name = case.expect[1]
+        assert (f"{name}: " in stderr or f"{name} must be" in stderr) and "absolute path" in stderr, ctx
         assert len(stderr.strip().splitlines()) == 1, ctx
     else:
         raise AssertionError(kind)

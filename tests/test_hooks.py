@@ -358,6 +358,65 @@ def test_hook_exports_what_python_computes(shell, ld, world):
     assert {k: got.get(k) for k in expected} == expected
 
 
+LD_SHOW = {"bash": 'echo "LD=${LD_LIBRARY_PATH-<unset>} LDE=${CUDAENV_LD_ENTRY-<unset>}"\n',
+           "zsh": 'echo "LD=${LD_LIBRARY_PATH-<unset>} LDE=${CUDAENV_LD_ENTRY-<unset>}"\n',
+           "fish": 'if set -q LD_LIBRARY_PATH; echo "LD="(string join : $LD_LIBRARY_PATH); else; echo "LD=<unset>"; end\n'}
+
+
+@pytest.mark.parametrize("users_own", ["/opt/users-own-lib", None])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_leaving_a_project_restores_ld_library_path(shell, world, users_own):
+    """With CUDAENV_LD_LIBRARY_PATH=1 the hook puts the toolkit's lib64 first; leaving the
+    project gives back the user's own LD_LIBRARY_PATH exactly, or none when they had none."""
+    tmp, root, env, init = world
+    env["CUDAENV_LD_LIBRARY_PATH"] = "1"
+    if users_own:
+        env["LD_LIBRARY_PATH"] = users_own
+    else:
+        env.pop("LD_LIBRARY_PATH", None)
+    show = LD_SHOW[shell]
+    p, _ = session(shell, world, f"{show}cd {tmp}/p130\nprompt\n{show}cd {tmp}/p128\nprompt\n{show}"
+                                 f"cd {tmp}/out\nprompt\n{show}")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    lines = [line.split()[0] for line in p.stdout.splitlines() if line.startswith("LD=")]
+    before = f"LD={users_own or '<unset>'}"
+    lib = {rel: str(root / "versions" / rel / "lib64") for rel in ("13.0.2", "12.8.1")}
+    tail = f":{users_own}" if users_own else ""
+    assert lines == [before, f"LD={lib['13.0.2']}{tail}", f"LD={lib['12.8.1']}{tail}", before], lines
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_parent_shells_toolkit_comes_back_after_a_project(shell, world):
+    """A shell started from one where cudaenv applied a toolkit inherits its PATH entry: a
+    project here replaces it, and leaving the project puts the parent's entry back first."""
+    tmp, root, env, init = world
+    parent = str(root / "versions" / "12.8.1" / "bin")
+    env["PATH"] = f"{parent}:{env['PATH']}"
+    env["CUDAENV_PATH_ENTRY"] = parent
+    p, (start, in130, out) = session(shell, world, f"show\ncd {tmp}/p130\nprompt\nshow\ncd {tmp}/out\nprompt\nshow\n")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    tk = str(root / "versions" / "13.0.2")
+    assert in130["PATH"].startswith(f"{tk}/bin:") and parent not in in130["PATH"].split(":"), in130
+    assert out["PATH"].split(":")[0] == parent and tk not in out["PATH"], out
+    assert out["PATH"].split(":").count(parent) == 1
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_cudaenv_function_applies_a_change_at_once(shell, world):
+    """`cudaenv local`, run through the shell's cudaenv function, applies before the next
+    prompt, and a failing command keeps its exit status."""
+    tmp, root, env, init = world
+    status = "$status" if shell == "fish" else "$?"
+    body = (f"cd {tmp}/p128\nprompt\ncudaenv local 13.0\necho rc={status}\nshow\n"
+            f"cudaenv local 9.9 2>/dev/null\necho rc={status}\nshow\n")
+    p, (changed, failed) = session(shell, world, body)
+    rcs = [line for line in p.stdout.splitlines() if line.startswith("rc=")]
+    assert rcs[0] == "rc=0" and rcs[1] != "rc=0", (rcs, p.stderr)
+    assert changed["CUDA_HOME"] == str(root / "versions" / "13.0.2"), changed
+    assert failed["CUDA_HOME"] == changed["CUDA_HOME"]
+    assert (tmp / "p128" / ".cuda-version").read_text() == "13.0\n"
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_toolkit_removed_from_another_terminal_is_noticed_at_the_next_prompt(shell, world):
     """The applied toolkit deleted behind the shell's back (another terminal's uninstall, which
