@@ -248,6 +248,7 @@ def main(argv=None) -> int:
                                f"--basetemp={work / 'pytest'}", *args], cwd=REPO, env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         minutes = (time.monotonic() - started) / 60
+        (work / "pytest.log").write_text(proc.stdout)  # kept with --keep: which tests failed, and why
         summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
 
         templates = {name: (REPO / "shims" / name).read_text().split("\n") for name in (*SH_TEMPLATES, FISH)}
