@@ -77,7 +77,7 @@ if os.environ.get("SHELLCOV_LOG"):
         def _fish(text):
             out = ["if set -q SHELLCOV_FISH_LOG",
                    "    function __cudaenv_cov_flush --on-event fish_exit",
-                   "        printf '%s\\n' $__cudaenv_cov >>$SHELLCOV_FISH_LOG",
+                   "        printf '%s\\n' $__cudaenv_cov >>$SHELLCOV_FISH_LOG 2>/dev/null",
                    "    end",
                    "end"]
             for n, line in enumerate(text.split("\n"), 1):
@@ -108,8 +108,10 @@ if os.environ.get("SHELLCOV_LOG"):
                 return "\n".join(lines)
             return f": shellcov {name} 1\n" + text
 
-        _PROLOGUE = ("if [ -n \"${SHELLCOV_LOG-}\" ] && [ -n \"${BASH_VERSION-}\" ]; then "
-                     "exec 7>>\"$SHELLCOV_LOG\"; BASH_XTRACEFD=7; PS4='+${BASH_SOURCE}:${LINENO}: '; set -x; fi\n")
+        # Only where the log opens (a test may run the shell as another user).
+        _PROLOGUE = ("if [ -n \"${SHELLCOV_LOG-}\" ] && [ -n \"${BASH_VERSION-}\" ] && "
+                     "{ exec 7>>\"$SHELLCOV_LOG\"; } 2>/dev/null; then "
+                     "BASH_XTRACEFD=7; PS4='+${BASH_SOURCE}:${LINENO}: '; set -x; fi\n")
         _render_shim, _render_init = _s.render_shim, _sh.render_init
 
         def render_shim(rare=None):
@@ -241,6 +243,7 @@ def main(argv=None) -> int:
         log, fish_log = work / "sh.trace", work / "fish.trace"
         for p in (log, fish_log):
             p.write_text("")
+            p.chmod(0o666)  # tests that run a shell as another user append too
         env = dict(os.environ, SHELLCOV_LOG=str(log), SHELLCOV_FISH_LOG=str(fish_log),
                    PYTHONPATH=os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")]))
         started = time.monotonic()
