@@ -7,7 +7,8 @@
 # (bench/bound_file.py) against the same shim on the normal file (target: the
 # bound costs at most 2x the normal file's shim run), and on a .tool-versions,
 # a rare path for which the shim sources the second file rehash writes
-# (shims/select-rare.sh; for information).
+# (shims/select-rare.sh; for information), as is a file with a UTF-8 byte
+# order mark and CRLF line ends.
 # With BEFORE=<another checkout of cudaenv>, the shim that checkout renders for
 # the same store runs in the same hyperfine run, for a before/after comparison.
 # Usage: [BEFORE=DIR] bash bench/shim.sh [runs]
@@ -40,6 +41,9 @@ if [ -n "${BEFORE-}" ]; then
 fi
 python3 "$repo/bench/bound_file.py" "$work/bound"
 mkdir -p "$work/tool/a/b/c/d/e" && printf 'cuda 12.8\n' >"$work/tool/.tool-versions"
+# A Windows editor's file: a UTF-8 byte order mark and CRLF (the rare half strips the mark).
+mkdir -p "$work/bom/a/b/c/d/e" && printf '\357\273\277# pinned\r\n12.8\r\n' >"$work/bom/.cuda-version"
+(cd "$work/bom/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
 (cd "$work/tool/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
 (cd "$work/bound/a/b/c/d/e" && "$shim" -c x.cu | grep -q "release=12.8.1")
 cd "$work/proj/a/b/c/d/e"
@@ -72,7 +76,7 @@ PY
 # alternated in short rounds, and the ratio taken per round, so that the load
 # of a busy machine drifting between runs cancels out.
 for round in 1 2 3 4 5 6 7; do
-  for proj in proj bound tool; do
+  for proj in proj bound tool bom; do
     (cd "$work/$proj/a/b/c/d/e" && hyperfine -N --warmup 10 --runs $((runs / 3 + 1)) \
       --export-json "$work/b-$round-$proj.json" -n "shim" "$shim -c x.cu" >/dev/null 2>&1)
   done
@@ -87,8 +91,11 @@ bound = statistics.median(med(r, "bound") for r in rounds)
 ratio = statistics.median(med(r, "bound") / med(r, "proj") for r in rounds)
 tool = statistics.median(med(r, "tool") for r in rounds)
 tool_ratio = statistics.median(med(r, "tool") / med(r, "proj") for r in rounds)
+bom = statistics.median(med(r, "bom") for r in rounds)
+bom_ratio = statistics.median(med(r, "bom") / med(r, "proj") for r in rounds)
 print(f"\n{'version file (7 alternating rounds)':40} {'median ms':>10} {'ratio':>7}")
 print(f"{'normal (# pinned / 12.8)':40} {normal*1000:10.3f} {1:6.2f}x")
 print(f"{'at the bound (bench/bound_file.py)':40} {bound*1000:10.3f} {ratio:6.2f}x  (median of per-round ratios)")
 print(f"{'.tool-versions (sources the rare half)':40} {tool*1000:10.3f} {tool_ratio:6.2f}x  (median of per-round ratios)")
+print(f"{'BOM + CRLF (sources the rare half)':40} {bom*1000:10.3f} {bom_ratio:6.2f}x  (median of per-round ratios)")
 PY

@@ -33,6 +33,11 @@ class Entry:
         return isinstance(other, Entry) and (self.root, self.release, self.origin) == (
             other.root, other.release, other.origin)
 
+    # Equal entries hash alike (defining __eq__ alone would make Entry unhashable): the
+    # entries of one toolkit, read under each of its prefixes, collapse in a set.
+    def __hash__(self):
+        return hash((self.root, self.release, self.origin))
+
     def __repr__(self):
         return f"Entry({self.root!r}, {self.release!r}, {self.origin!r})"
 

@@ -98,7 +98,7 @@ class Context:
         # `cudaenv init` puts the shims on PATH; without either, `cudaenv local` changes nothing
         # a running consumer sees.
         shims = str(store.shims_dir(env))
-        hook_active = bool(env.get("CUDAENV_PATH_ENTRY")) or shims in env.get("PATH", "").split(":")
+        hook_active = bool(env.get("CUDAENV_PATH_ENTRY")) or shims in (e.rstrip("/") for e in env.get("PATH", "").split(":"))
         # The toolkit that builds things: where torch looks when torch is there (even when
         # that is nowhere), else the selection.
         torch_version = p.python.version("torch") if p.python else None
@@ -265,8 +265,10 @@ def cuda_home(ctx: Context) -> Findings:
             continue
         if not os.path.isdir(v):
             bad.append((var, v, "does not exist"))
-        elif not os.access(os.path.join(v, "bin", "nvcc"), os.X_OK):
+        elif not os.path.isfile(nvcc := os.path.join(v, "bin", "nvcc")):
             bad.append((var, v, "has no bin/nvcc"))
+        elif not os.access(nvcc, os.X_OK):
+            bad.append((var, v, "has a bin/nvcc that is not executable"))
     if bad:
         var, v, why = bad[0]
         fix = ctx.env_fix(var)

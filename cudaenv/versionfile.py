@@ -2,7 +2,8 @@
 
 A version file holds one version on its first non-blank, non-comment line.
 Surrounding spaces and tabs, CRLF line ends, blank lines and `#` comments
-(whole-line or after the value) are allowed. The whole file is at most
+(whole-line or after the value) are allowed, and so is a UTF-8 byte order
+mark at the start of the file (Windows editors write one). The whole file is at most
 MAX_BYTES bytes in at most MAX_LINES lines, so that no reader (the shims and
 prompt hooks read it at every call) ever reads more than that; past it, the
 file is one "too large" error. Lines up to the value must be at most MAX_LINE
@@ -33,6 +34,7 @@ TOOL_VERSIONS = ".tool-versions"  # asdf/mise: a `cuda 13.0` line, below .cuda-v
 MAX_LINE = 128  # bytes in a line up to the value, without its CR/LF
 MAX_BYTES = 2048  # the whole file
 MAX_LINES = 32  # the whole file
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark: ignored at the start of a file, not counted in its first line
 SIZE_RULE = f"allowed are at most {MAX_BYTES} bytes in at most {MAX_LINES} lines"
 TYPE_RULE = "a version file must be a regular file"
 ENV_VAR = "CUDAENV_VERSION"
@@ -92,7 +94,7 @@ def _invalid(where: str, lineno: int | None, why: str) -> InvalidSelection:
 def _checked_lines(data: bytes, where: str):
     """(line number, bytes without CR/LF) of each line, held to the limits every
     line read must meet; callers stop at their value, so later lines are never checked."""
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
+    for lineno, raw in enumerate(data.removeprefix(BOM).split(b"\n"), 1):
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if len(raw) > MAX_LINE:

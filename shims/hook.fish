@@ -154,6 +154,8 @@ function __cudaenv_read_version -a file
     for e in $lines
         set lineno (math $lineno + 1)
         set e (string replace -r '%0D$' '' -- "$e")
+        # A UTF-8 byte order mark (Windows editors write one) starts no value.
+        test $lineno = 1; and set e (string replace -r '^%EF%BB%BF' '' -- "$e")
         if test (__cudaenv_nbytes "$e") -gt @MAX_LINE@
             __cudaenv_invalid "$file:$lineno: "@LINE_TOO_LONG@
             return 1

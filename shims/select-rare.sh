@@ -78,6 +78,8 @@ _cudaenv_scan_fd9() {
             _cudaenv_too_large "$1"
             return 1
         fi
+        # A UTF-8 byte order mark (Windows editors write one) starts no value.
+        [ $lineno = 1 ] && _cudaenv_strip_bom "$line" && line=$_ce_nobom len=$((len - 3))
         # Decided already: the rest only counts towards the size.
         [ -n "$err$spec" ] && { [ $nl = 1 ] && continue || break; }
         # A whole-line comment within the length limit needs nothing more in
@@ -148,6 +150,22 @@ _cudaenv_scan_fd9() {
     fi
     _cudaenv_invalid "$1: "@NO_VERSION@
     return 1
+}
+
+# $1 without a leading UTF-8 byte order mark, into _ce_nobom; status 1 when it has
+# none. The mark's bytes are made only for a line that starts with a byte
+# outside printable ASCII (one process, once per shell): the templates hold no
+# byte outside ASCII, as shells and locales may mangle one.
+_cudaenv_strip_bom() {
+    case $1 in
+        [!"$_ce_printable$_ce_tab"]*) ;;
+        *) return 1 ;;
+    esac
+    [ -n "${_ce_bom-}" ] || _ce_bom=$(printf '\357\273\277')
+    case $1 in
+        "$_ce_bom"*) _ce_nobom=${1#"$_ce_bom"} ;;
+        *) return 1 ;;
+    esac
 }
 
 # zsh keeps NUL bytes in variables; the zsh hook sets _ce_nul to one.

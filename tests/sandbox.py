@@ -58,6 +58,11 @@ def _make_special(path: Path, kind: str):
             path.symlink_to("/dev/zero")
     elif kind == "device-link":
         path.symlink_to("/dev/null")
+    elif kind == "socket":
+        import socket
+
+        with socket.socket(socket.AF_UNIX) as sock:  # the socket file outlives the socket
+            sock.bind(str(path))
     elif kind.startswith("link:"):
         path.symlink_to(kind[5:])
     elif kind.startswith("mode:"):
@@ -143,6 +148,8 @@ class Sandbox:
             # By hand, some time after the rehash: dash's `test -nt` compares whole seconds.
             later = time.time() + 2
             os.utime(self.root / "versions", (later, later))
+        for rel in self.case.system_gone:
+            shutil.rmtree(self.tmp / "sys" / f"cuda-{rel}")
         for name, releases in self.case.shared_after.items():
             self._add_shared(name, releases)
         for name, releases in self.case.shared_gone.items():
@@ -195,6 +202,8 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         where, line = case.expect[1], case.expect[2]
         name = sandbox.where(where)
         assert name + (f":{line}" if line else "") in stderr, ctx
+        if len(case.expect) > 3:
+            assert f"invalid version {case.expect[3]};" in stderr, ctx
         assert "allowed" in stderr, ctx
         assert len(stderr.strip().splitlines()) == 1, ctx
     elif kind in ("too-large", "not-regular"):
@@ -208,7 +217,8 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         assert len(stderr.strip().splitlines()) == 1, ctx
     elif kind == "bad-setting":
         assert code == 1, ctx
-        assert f"{case.expect[1]}: " in stderr and "absolute path" in stderr, ctx
+        name = case.expect[1]
+        assert (f"{name}: " in stderr or f"{name} must be" in stderr) and "absolute path" in stderr, ctx
         assert len(stderr.strip().splitlines()) == 1, ctx
     else:
         raise AssertionError(kind)

@@ -13,6 +13,7 @@ and what must happen:
   ("ok", "system:12.8.1")       the discovered toolkit of that release
   ("invalid", "where", line)    exit 1; stderr names `where` (a path relative to
                                 <tmp>, or CUDAENV_VERSION) and the line number
+  ("invalid", "where", line, "'shown'")  ... and shows the value exactly so
   ("missing", "12.4")           exit 127; stderr says `cudaenv install 12.4`
   ("too-large", "where")        exit 1; stderr names `where` and the size rule
   ("not-regular", "where", "a FIFO")  exit 1; stderr names `where` and what it is
@@ -77,6 +78,8 @@ class Case:
     shared_mode: dict = field(default_factory=dict)
     shared_above: int | None = None
     shared_other_group: list = field(default_factory=list)  # stores whose group is the other user's
+    # Discovered (system) toolkits deleted after the rehash.
+    system_gone: list = field(default_factory=list)
 
 
 V = ".cuda-version"
@@ -131,6 +134,20 @@ CASES = [
     Case("only-first-value-counts", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12.8\n../evil\n"}),
     Case("utf8-comment", ("ok", "managed:12.8.1"), managed=TWO,
          files={V: "# für die GPU\n12.8\n".encode()}),
+    # a UTF-8 byte order mark (Windows editors write one) at the start of the file is ignored
+    Case("utf8-bom", ("ok", "managed:13.0.2"), managed=TWO, files={V: b"\xef\xbb\xbf13.0\n"}),
+    Case("utf8-bom-crlf-comment", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"\xef\xbb\xbf# pinned\r\n12.8\r\n"}),
+    Case("utf8-bom-no-newline", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"\xef\xbb\xbf12.8"}),
+    Case("utf8-bom-not-counted-in-line-length", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"\xef\xbb\xbf" + b"#" * MAX_LINE + b"\n12.8\n"}),
+    Case("utf8-bom-global", ("ok", "managed:12.8.1"), managed=TWO, global_=b"\xef\xbb\xbf12.8\r\n"),
+    Case("utf8-bom-tool-versions", ("ok", "managed:12.8.1"), managed=TWO,
+         files={".tool-versions": b"\xef\xbb\xbfcuda 12.8\n"}),
+    Case("utf8-bom-only-at-start", ("invalid", "proj/" + V, 2), managed=TWO, files={V: b"# c\n\xef\xbb\xbf13.0\n"}),
+    Case("utf8-bom-twice", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"\xef\xbb\xbf\xef\xbb\xbf13.0\n"}),
+    Case("utf8-bom-then-bad-value", ("invalid", "proj/" + V, 1, "'v13'"), managed=TWO,
+         files={V: b"\xef\xbb\xbfv13\n"}),
     # .tool-versions (asdf, mise): a `cuda` line, below .cuda-version in the same directory
     Case("tool-versions", ("ok", "managed:12.8.1"), managed=TWO,
          files={".tool-versions": b"python 3.11.7\ncuda 12.8 13.0  # fallbacks are ignored\nnodejs 20\n"}),
@@ -164,6 +181,8 @@ CASES = [
     Case("overlong", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"1" * 300 + b"\n"}),
     Case("overlong-comment", ("invalid", "proj/" + V, 2), managed=TWO, files={V: b"# ok\n#" + b"x" * 300 + b"\n13\n"}),
     Case("binary-junk", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"\xff\xfe\x01\x02junk\x7f\n"}),
+    Case("five-digit-part", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"12345\n"}),
+    Case("five-digit-minor", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13.10000\n"}),
     Case("leading-zero", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"013\n"}),
     Case("four-parts", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13.0.2.1\n"}),
     Case("trailing-dot", ("invalid", "proj/" + V, 1), managed=TWO, files={V: b"13.\n"}),
@@ -177,6 +196,16 @@ CASES = [
     Case("only-comments", ("invalid", "proj/" + V, None), managed=TWO, files={V: b"# nothing\n\n"}),
     Case("bad-global", ("invalid", "root/version", 1), managed=TWO, global_=b"../../bin\n"),
     Case("bad-env", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "../x"}),
+    # only spaces and tabs are trimmed from CUDAENV_VERSION, as from a file's line
+    Case("bad-env-newline", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "13.0\n"}),
+    Case("bad-env-cr", ("invalid", "CUDAENV_VERSION", None), managed=TWO, env={"CUDAENV_VERSION": "13.0\r"}),
+    # a value is shown up to 40 characters, then "..."
+    Case("bad-env-shown-40", ("invalid", "CUDAENV_VERSION", None, "'" + "1234567890" * 4 + "'"), managed=TWO,
+         env={"CUDAENV_VERSION": "1234567890" * 4}),
+    Case("bad-env-shown-cut-at-40", ("invalid", "CUDAENV_VERSION", None, "'" + "1234567890" * 4 + "...'"),
+         managed=TWO, env={"CUDAENV_VERSION": "1234567890" * 4 + "x"}),
+    Case("bad-file-shown-cut-at-40", ("invalid", "proj/" + V, 1, "'" + "abcdefghij" * 4 + "...'"), managed=TWO,
+         files={V: b"abcdefghij" * 5 + b"\n"}),
     Case("bad-env-subst", ("invalid", "CUDAENV_VERSION", None), managed=TWO,
          env={"CUDAENV_VERSION": "$(id)"}),
     Case("bad-nearer-file-not-skipped", ("invalid", "proj/a/" + V, 1), managed=TWO,
@@ -197,6 +226,11 @@ CASES = [
          files={V: b"12.8\n" + b"#" * (MAX_BYTES - 6) + b"\n\n"}),
     Case("one-line-over", ("too-large", "proj/" + V), managed=TWO,
          files={V: b"12.8\n" + b"\n" * MAX_LINES}),
+    # a last line without a newline is a line too
+    Case("one-line-over-no-newline", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"#\n" * MAX_LINES + b"12.8"}),
+    Case("one-line-over-value-first-no-newline", ("too-large", "proj/" + V), managed=TWO,
+         files={V: b"12.8\n" + b"#\n" * (MAX_LINES - 1) + b"#"}),
     Case("value-then-huge-tail", ("too-large", "proj/" + V), managed=TWO,
          files={V: b"12.8\n" + b"# tail\n" * 20000}),
     Case("ten-thousand-comment-lines", ("too-large", "proj/" + V), managed=TWO, files={V: b"# c\n" * 10000}),
@@ -226,6 +260,8 @@ CASES = [
          special={V: "device-link"}),
     Case("fifo-nearer-than-good-file", ("not-regular", "proj/a/" + V, "a FIFO"), managed=TWO,
          files={V: b"13\n"}, special={"a/" + V: "fifo"}),
+    Case("socket", ("not-regular", "proj/" + V, "a socket"), managed=TWO, global_=b"12.8\n",
+         special={V: "socket"}),
     Case("tool-versions-fifo", ("not-regular", "proj/.tool-versions", "a FIFO"), managed=TWO,
          global_=b"12.8\n", special={".tool-versions": "fifo"}),
     Case("global-directory", ("not-regular", "root/version", "a directory"), managed=TWO,
@@ -273,6 +309,17 @@ CASES = [
          env={"CUDAENV_VERSION": "13"}),
     Case("hand-added-invalid-name-ignored", ("ok", "managed:13.0.2"), managed=["13.0.2"], managed_after=["13..9"],
          env={"CUDAENV_VERSION": "13"}),
+    # only X.Y.Z names are toolkits: a directory named 13.1 (a prefix) is no 13.1.0
+    Case("hand-added-prefix-name-ignored", ("ok", "managed:13.0.2"), managed=["13.0.2"], managed_after=["13.1"],
+         env={"CUDAENV_VERSION": "13"}),
+    Case("prefix-name-at-rehash-ignored", ("missing", "13.1"), managed=["13.0.2", "13.1"], files={V: b"13.1\n"}),
+    # a discovered toolkit deleted since the rehash is not installed, in every implementation
+    Case("system-deleted-after-rehash", ("missing", "12.6"), managed=TWO, system=["12.6.0"],
+         system_gone=["12.6.0"], files={V: b"12.6\n"}),
+    Case("hand-added-newer-patch", ("ok", "managed:13.0.2"), managed=["13.0.0"], managed_after=["13.0.2"],
+         files={V: b"13.0\n"}),
+    Case("hand-added-older-patch", ("ok", "managed:13.0.2"), managed=["13.0.2"], managed_after=["13.0.0"],
+         files={V: b"13.0\n"}),
     Case("hand-removed-after-rehash", ("ok", "managed:13.0.2"), managed=["13.0.2", "13.1.0"],
          managed_gone=["13.1.0"], env={"CUDAENV_VERSION": "13"}),
     Case("hand-removed-minor-after-rehash", ("ok", "managed:13.0.0"), managed=["13.0.0", "13.0.2"],
@@ -303,12 +350,17 @@ CASES = [
          shared_after={"a": ["13.0.2"]}, shared_above=0o1777, files={V: b"13.0\n"}),
     Case("shared-added-after-rehash", ("ok", "shared:a:13.0.2"), managed=["12.8.1"],
          shared={"a": ["13.0.0"]}, shared_after={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
+    # a table stale for a shared store still finds what discovery found
+    Case("shared-stale-discovered-still-found", ("ok", "system:12.6.0"), shared={"a": ["13.0.0"]},
+         shared_after={"a": ["13.0.2"]}, system=["12.6.0"], files={V: b"12.6\n"}),
     Case("shared-removed-after-rehash", ("ok", "shared:a:13.0.0"), shared={"a": ["13.0.0", "13.0.2"]},
          shared_gone={"a": ["13.0.2"]}, files={V: b"13.0\n"}),
     Case("shared-removed-nothing-left", ("missing", "12.8"), shared={"a": ["12.8.1", "13.0.2"]},
          shared_gone={"a": ["12.8.1"]}, files={V: b"12.8\n"}),
     Case("shared-setting-changed-after-rehash", ("ok", "shared:b:13.0.2"),
          shared={"a": ["13.0.0"], "b": ["13.0.2"]}, shared_roots="{b}:{a}", files={V: b"13\n"}),
+    Case("version-file-setting-relative", ("bad-setting", "CUDAENV_VERSION_FILE"), managed=TWO,
+         env={"CUDAENV_VERSION_FILE": "rel/version"}),
     Case("shared-relative-entry", ("bad-setting", "CUDAENV_SHARED_ROOTS"), managed=TWO,
          shared_roots="opt/cudaenv", files={V: b"13\n"}),
     Case("shared-relative-after-good", ("bad-setting", "CUDAENV_SHARED_ROOTS"), shared={"a": ["13.0.2"]},

@@ -340,6 +340,27 @@ def test_index_drops_entries_it_cannot_use_safely():
     assert "libc6" in foreign and "alt-foreign" in foreign and "good-dep" not in foreign
 
 
+@pytest.mark.parametrize("order", [1, -1])
+def test_version_json_records_the_releases_own_nvcc_package(tmp_path, order):
+    """A closure holding another release's cuda-nvcc too (one toolkit's package depending on
+    another's) records the selected release's nvcc, whatever order the artifacts come in."""
+    import json
+
+    from cudaenv.sources.base import Artifact, Plan
+
+    def deb(name: str, version: str) -> Artifact:
+        return Artifact(component=name, version=version, url=f"http://127.0.0.1:9/{name}.deb", sha256="a" * 64,
+                        size=1, filename=f"{name}.deb", kind="deb")
+
+    plan = Plan(source="apt", release="13.0.2", platform="linux-x86_64", profile="minimal",
+                artifacts=[deb("cuda-nvcc-12-8", "12.8.93"), deb("cuda-nvcc-13-0", "13.0.88"),
+                           deb("cuda-nvcc-dev-13-0", "13.0.1")][::order])
+    apt.AptSource.finalize(object.__new__(apt.AptSource), tmp_path, plan)
+    described = json.loads((tmp_path / "version.json").read_text())
+    assert described == {"cuda": {"name": "CUDA SDK", "version": "13.0.2"},
+                         "cuda_nvcc": {"name": "CUDA NVCC", "version": "13.0.88"}}
+
+
 # -- end to end: the shared install pipeline -----------------------------------
 
 def test_install_end_to_end(env, server, backend, monkeypatch):
@@ -355,7 +376,10 @@ def test_install_end_to_end(env, server, backend, monkeypatch):
     assert (root / "include" / "cuda_runtime.h").read_text().startswith("/* cuda_runtime.h 13.0.2")
     assert (root / "targets/x86_64-linux/include/crt/host_config.h").is_file()
     assert not (root / "usr").exists() and not (root / "etc").exists()
-    assert '"version": "13.0.2"' in (root / "version.json").read_text()
+    import json
+
+    described = json.loads((root / "version.json").read_text())
+    assert described["cuda"]["version"] == "13.0.2" and described["cuda_nvcc"]["version"] == "13.0.88"
     got = {r[1] for r in server.requests if r[0] == "GET" and r[1].endswith(".deb")}
     assert {p.split("/")[-1].split("_")[0] for p in got} == set(MINIMAL_13_0_2)
     assert not any("libc6" in p or "libgcc" in p for p in got)

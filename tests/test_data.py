@@ -99,6 +99,22 @@ def test_consumer_rules():
     assert c["ptx_isa"]["by_release"]["12.8"] == "8.7" and c["ptx_isa"]["by_release"]["13.0"] == "9.0"
 
 
+def test_ptx_isa_past_the_table_follows_tritons_rule():
+    """Releases newer than consumers.json's table get Triton's rule for 13.x (9.minor): the
+    formula must agree with every 13.x entry the table has, and carry on from them."""
+    from cudaenv.consumers import ptx_isa
+
+    table = load("consumers.json")["ptx_isa"]["by_release"]
+    thirteen = {r: isa for r, isa in table.items() if r.startswith("13.")}
+    assert thirteen and all(isa == "9." + r.split(".")[1] for r, isa in thirteen.items())
+    newest = max(int(r.split(".")[1]) for r in thirteen)
+    for minor in (newest + 1, newest + 2, 10):
+        assert f"13.{minor}" not in table
+        assert ptx_isa(f"13.{minor}.0") == f"9.{minor}"
+    assert ptx_isa("14.0") == "10.0"  # one major step per CUDA major
+    assert (ptx_isa(None), ptx_isa("10.2")) == (None, None)  # before the table: unknown, not guessed
+
+
 REFERENCE_REDIST = Path("/work/shared/reference/cuda/redist")
 
 

@@ -71,6 +71,35 @@ def test_local_without_hook_asks_for_the_hook(tmp_path):
     ends_clean(rounds)
 
 
+def test_another_stores_shims_on_path_are_not_this_hook(tmp_path):
+    """PATH membership is by entry: the shims of a store mounted under another prefix
+    (/nfs<root>/shims) hold this store's shims directory as a substring, and are not it."""
+    m = seed(tmp_path)
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    elsewhere = f"/nfs{m.root}/shims"
+    rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin", elsewhere]))
+    assert rounds[0].report["exit_code"] == 2
+    assert rounds[0].fix == HOOK
+    ends_clean(rounds)
+
+
+@pytest.mark.parametrize("mode, why", [(0o644, "has a bin/nvcc that is not executable"), (None, "has no bin/nvcc")])
+def test_cuda_home_whose_nvcc_cannot_run_is_an_error(tmp_path, mode, why):
+    """A CUDA_HOME with a bin/nvcc that cannot be run (copied without its mode) builds nothing."""
+    m = seed(tmp_path)
+    broken = m.system_toolkit("13.0.2")
+    nvcc = broken / "bin" / "nvcc"
+    if mode is None:
+        nvcc.unlink()
+    else:
+        nvcc.chmod(mode)
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[m.cuda128 / "bin"], CUDA_HOME=str(broken)))
+    cuda_home = {c["id"]: c for c in __import__("json").loads(r.stdout)["checks"]}["cuda-home"]
+    assert cuda_home["status"] == "error", cuda_home
+    assert cuda_home["verdict"] == f"CUDA_HOME={broken} {why}", cuda_home
+
+
 def test_seed_with_hook_active(tmp_path):
     m = seed(tmp_path)
     rounds = doctor_rounds(m, m.env(path_first=[m.cuda128 / "bin"]), hook=True)
@@ -124,6 +153,30 @@ def test_triton_8539_spark_old_bundled_ptxas(tmp_path):
     assert checks(rounds[0])["triton-ptxas"]["status"] == "error"
     assert rounds[0].fix == f"export TRITON_PTXAS_PATH={tk}/bin/ptxas"
     ends_clean(rounds)
+
+
+def test_the_one_command_is_the_first_errors_fix_in_report_order(tmp_path):
+    """Four errors, none a broken CUDA_HOME or a switch of toolkits: DGX Spark with Triton 3.5's
+    bundled ptxas and a driver too old for the GPU, for torch's CUDA 13 and for the toolkit. The
+    command printed last is the first error's fix in the report's order, and every error keeps its own."""
+    import json
+
+    from cudaenv.activation import toolkit_env
+
+    m = Machine(tmp_path, gpus="dgx-spark", driver="570.124.06", torch="2.9.0+cu130", triton="3.5.0")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    env = m.env()
+    env.update(toolkit_env(tk, env))
+    r = m.cli("doctor", "--json", "--python", m.python, env=env)
+    report = json.loads(r.stdout)
+    errors = [(c["id"], c["fix"]) for c in report["checks"] if c["status"] == "error"]
+    assert errors == [("triton-ptxas", f"export TRITON_PTXAS_PATH={tk}/bin/ptxas"),
+                      ("driver-gpu", "install NVIDIA driver >= 575.51.03"),
+                      ("driver-torch", "install NVIDIA driver >= 580.65.06"),
+                      ("driver", "install NVIDIA driver >= 580.65.06")], errors
+    assert report["fix"] == errors[0][1]
+    assert r.returncode == 2
 
 
 def test_pytorch_73047_torch_cuda_differs_from_nvcc(tmp_path):

@@ -134,6 +134,30 @@ def test_verify_links_checks_links_made_after_extraction(tmp_path):
         extract.verify_links(root)
 
 
+def test_merged_links_into_a_sibling_directory_are_refused(tmp_path):
+    """The links placed while merging cached trees into staging must stay inside that toolkit:
+    a sibling whose name merely starts with the root's (13.0.2-other beside 13.0.2) is outside."""
+    from cudaenv import cache
+
+    root = tmp_path / "staging" / "13.0.2"
+    sibling = tmp_path / "staging" / "13.0.2-other" / "lib"
+    (root / "lib").mkdir(parents=True)
+    sibling.mkdir(parents=True)
+    (root / "lib" / "libcudart.so.13").write_bytes(b"\x7fELF")
+    (sibling / "libcudart.so.13").write_bytes(b"\x7fELF")
+    linker = cache.Linker()
+    inside = root / "lib" / "libcudart.so"
+    inside.symlink_to("libcudart.so.13")
+    linker.symlinks.append(str(inside))
+    cache.verify_symlinks(root, linker)  # inside the toolkit: fine
+    outside = root / "lib" / "libcudart_static.so"
+    outside.symlink_to("../../13.0.2-other/lib/libcudart.so.13")
+    linker.symlinks.append(str(outside))
+    with pytest.raises(UnsafeArchive, match="symlink 'lib/libcudart_static.so' -> "
+                                            "'../../13.0.2-other/lib/libcudart.so.13' resolves outside the toolkit"):
+        cache.verify_symlinks(root, linker)
+
+
 def test_extract_tar_contract_for_deb_data(tmp_path):
     """The apt source passes a stream-mode TarFile of a .deb's data.tar and a subdir."""
     buf = io.BytesIO()
@@ -166,6 +190,31 @@ def test_wheel_members_under_subdir(tmp_path):
     written = extract.extract_artifact(whl, "whl", tmp_path / "root", "nvidia/cu13")
     assert sorted(written) == ["bin/nvcc", "include/cuda.h"]
     assert os.access(tmp_path / "root" / "bin" / "nvcc", os.X_OK)
+
+
+def test_wheel_member_larger_than_its_declared_size_is_refused(tmp_path):
+    """A zip whose headers understate a member's size (1 MiB deflated, declared 10 bytes): the
+    reader stops at the declared size and the CRC then fails, so the writer never gets more
+    bytes than were charged against the disk-space budget, and the wheel is refused."""
+    import struct
+    import zlib
+
+    whl = tmp_path / "liar.whl"
+    data = b"\0" * (1 << 20)
+    _wheel(whl, [("nvidia/cu13/lib/libbig.so", data, 0o644)])
+    raw = bytearray(whl.read_bytes())
+    # The uncompressed size in the local header (offset 22) and the central directory entry (24).
+    local, central = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    for at in (local + 22, central + 24):
+        assert struct.unpack_from("<I", raw, at)[0] == len(data)
+        struct.pack_into("<I", raw, at, 10)
+    whl.write_bytes(bytes(raw))
+    assert zipfile.ZipFile(whl).getinfo("nvidia/cu13/lib/libbig.so").file_size == 10
+    assert zlib.crc32(data) != zlib.crc32(data[:10])
+    with pytest.raises(UnsafeArchive, match=r"liar\.whl: not a valid wheel \(Bad CRC-32"):
+        extract.extract_artifact(whl, "whl", tmp_path / "root", "nvidia/cu13")
+    assert not (tmp_path / "root" / "lib" / "libbig.so").exists()
+    assert [p.name for p in (tmp_path / "root").rglob("*") if p.is_file()] == []
 
 
 def test_wheel_with_dotdot_is_refused(tmp_path):

@@ -20,13 +20,14 @@ CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)
 
 
 def _write_inits(tmp_path, env) -> dict:
-    """`cudaenv init - SHELL` for each shell, written where a session can source it."""
+    """`cudaenv init - SHELL` for each shell, written where a session can source it: its bytes as
+    printed (text mode would turn the carriage return the code holds into a newline)."""
     init = {}
     for sh in SHELLS:
         p = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", sh], env=env, capture_output=True,
-                           text=True, check=True)
+                           check=True)
         init[sh] = tmp_path / f"init.{sh}"
-        init[sh].write_text(p.stdout)
+        init[sh].write_bytes(p.stdout)
     return init
 
 
@@ -130,6 +131,22 @@ def test_bad_selection_reports_once_and_exports_nothing(shell, world):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
+def test_crlf_version_file_applies_through_the_init_as_printed(shell, world):
+    """A .cuda-version saved with CRLF line ends (a Windows editor), a BOM too, is applied by
+    the hook loaded from `cudaenv init -` exactly as printed: the code's carriage return survives."""
+    tmp, root, env, init = world
+    assert b"\r" in init[shell].read_bytes() or shell == "fish"
+    (tmp / "crlf").mkdir()
+    (tmp / "crlf" / ".cuda-version").write_bytes(b"# pinned\r\n12.8\r\n")
+    (tmp / "bom").mkdir()
+    (tmp / "bom" / ".cuda-version").write_bytes(b"\xef\xbb\xbf13.0\r\n")
+    p, (crlf, bom) = session(shell, world, f"cd {tmp}/crlf\nprompt\nshow\ncd {tmp}/bom\nprompt\nshow\n")
+    assert p.stderr == "", p.stderr
+    assert crlf["CUDA_HOME"] == str(root / "versions" / "12.8.1")
+    assert bom["CUDA_HOME"] == str(root / "versions" / "13.0.2")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
 def test_init_twice_adds_shims_once(shell, world):
     tmp, root, env, init = world
     source = f"source {init[shell]}\n"
@@ -218,6 +235,26 @@ def test_explicit_system_beats_the_users_own_variables(shell, system_world):
     assert outside["CUDA_HOME"] == back_out["CUDA_HOME"] == "/opt/users-own-cuda"
     assert outside["CUDACXX"] is None and back_out == outside
     assert insys["CUDA_HOME"] == str(sys_tk) and insys["CUDACXX"] == f"{sys_tk}/bin/nvcc"
+
+
+@pytest.mark.parametrize("var, value", [("CUDA_HOME", "/opt/users-own-cuda"), ("CUDA_PATH", "/opt/users-own-cuda"),
+                                        ("CUDAToolkit_ROOT", "/opt/users-own-cuda"),
+                                        ("CUDACXX", "/opt/users-own-cuda/bin/nvcc")])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_any_one_of_the_users_own_variables_keeps_the_system_toolkit_out(shell, system_world, var, value):
+    """Each of the four variables the hook manages, set alone by the user (CMake users set only
+    CUDACXX or CUDAToolkit_ROOT), is their own choice where nothing selects: the hook exports
+    no system toolkit over it, and a project's selection is undone back to it."""
+    tmp, root, env, init, sys_tk = system_world
+    env[var] = value
+    p, (outside, in130, back_out) = session(shell, (tmp, root, env, init),
+                                            f"prompt\nshow\ncd {tmp}/p130\nprompt\nshow\ncd {tmp}/out\nprompt\nshow\n")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    managed = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX")
+    assert {k: outside[k] for k in managed} == {k: value if k == var else None for k in managed}, (shell, outside)
+    assert str(sys_tk) not in outside["PATH"]
+    assert in130["CUDA_HOME"] == str(root / "versions" / "13.0.2")
+    assert back_out == outside
 
 
 def _reads_of(trace: str, name: str) -> int:
@@ -326,6 +363,65 @@ def test_hook_exports_what_python_computes(shell, ld, world):
     before = dict(env, PATH=f"{root / 'shims'}:{env['PATH']}")
     expected = activation.toolkit_env(tk, before)
     assert {k: got.get(k) for k in expected} == expected
+
+
+LD_SHOW = {"bash": 'echo "LD=${LD_LIBRARY_PATH-<unset>} LDE=${CUDAENV_LD_ENTRY-<unset>}"\n',
+           "zsh": 'echo "LD=${LD_LIBRARY_PATH-<unset>} LDE=${CUDAENV_LD_ENTRY-<unset>}"\n',
+           "fish": 'if set -q LD_LIBRARY_PATH; echo "LD="(string join : $LD_LIBRARY_PATH); else; echo "LD=<unset>"; end\n'}
+
+
+@pytest.mark.parametrize("users_own", ["/opt/users-own-lib", None])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_leaving_a_project_restores_ld_library_path(shell, world, users_own):
+    """With CUDAENV_LD_LIBRARY_PATH=1 the hook puts the toolkit's lib64 first; leaving the
+    project gives back the user's own LD_LIBRARY_PATH exactly, or none when they had none."""
+    tmp, root, env, init = world
+    env["CUDAENV_LD_LIBRARY_PATH"] = "1"
+    if users_own:
+        env["LD_LIBRARY_PATH"] = users_own
+    else:
+        env.pop("LD_LIBRARY_PATH", None)
+    show = LD_SHOW[shell]
+    p, _ = session(shell, world, f"{show}cd {tmp}/p130\nprompt\n{show}cd {tmp}/p128\nprompt\n{show}"
+                                 f"cd {tmp}/out\nprompt\n{show}")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    lines = [line.split()[0] for line in p.stdout.splitlines() if line.startswith("LD=")]
+    before = f"LD={users_own or '<unset>'}"
+    lib = {rel: str(root / "versions" / rel / "lib64") for rel in ("13.0.2", "12.8.1")}
+    tail = f":{users_own}" if users_own else ""
+    assert lines == [before, f"LD={lib['13.0.2']}{tail}", f"LD={lib['12.8.1']}{tail}", before], lines
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_parent_shells_toolkit_comes_back_after_a_project(shell, world):
+    """A shell started from one where cudaenv applied a toolkit inherits its PATH entry: a
+    project here replaces it, and leaving the project puts the parent's entry back first."""
+    tmp, root, env, init = world
+    parent = str(root / "versions" / "12.8.1" / "bin")
+    env["PATH"] = f"{parent}:{env['PATH']}"
+    env["CUDAENV_PATH_ENTRY"] = parent
+    p, (start, in130, out) = session(shell, world, f"show\ncd {tmp}/p130\nprompt\nshow\ncd {tmp}/out\nprompt\nshow\n")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    tk = str(root / "versions" / "13.0.2")
+    assert in130["PATH"].startswith(f"{tk}/bin:") and parent not in in130["PATH"].split(":"), in130
+    assert out["PATH"].split(":")[0] == parent and tk not in out["PATH"], out
+    assert out["PATH"].split(":").count(parent) == 1
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_cudaenv_function_applies_a_change_at_once(shell, world):
+    """`cudaenv local`, run through the shell's cudaenv function, applies before the next
+    prompt, and a failing command keeps its exit status."""
+    tmp, root, env, init = world
+    status = "$status" if shell == "fish" else "$?"
+    body = (f"cd {tmp}/p128\nprompt\ncudaenv local 13.0\necho rc={status}\nshow\n"
+            f"cudaenv local 9.9 2>/dev/null\necho rc={status}\nshow\n")
+    p, (changed, failed) = session(shell, world, body)
+    rcs = [line for line in p.stdout.splitlines() if line.startswith("rc=")]
+    assert rcs[0] == "rc=0" and rcs[1] != "rc=0", (rcs, p.stderr)
+    assert changed["CUDA_HOME"] == str(root / "versions" / "13.0.2"), changed
+    assert failed["CUDA_HOME"] == changed["CUDA_HOME"]
+    assert (tmp / "p128" / ".cuda-version").read_text() == "13.0\n"
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -446,8 +542,8 @@ def test_unchanged_prompt_costs_the_same_with_three_shared_stores(shell, tmp_pat
     for name, env in (("one", one), ("three", three)):
         env = dict(env, PATH=f"/usr/local/bin:/usr/bin:/bin:{CLI_DIR}", PWD=str(cwd))
         init = subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", shell], env=env, capture_output=True,
-                              text=True, check=True).stdout
-        (tmp_path / f"init.{name}.{shell}").write_text(init)
+                              check=True).stdout
+        (tmp_path / f"init.{name}.{shell}").write_bytes(init)
         marker = "test -e /cudaenv-steady-{}\n"
         body = (SHOW[shell] + f"source {tmp_path}/init.{name}.{shell}\nprompt\nprompt\n"
                 + marker.format("begin") + "prompt\nprompt\nprompt\n" + marker.format("end") + "show\n")

@@ -286,6 +286,26 @@ def test_smoke_test_rejects_wrong_nvcc(tmp_path):
         assert_clean(e)
 
 
+def test_smoke_test_rejects_an_nvcc_that_crashes_after_its_banner(tmp_path):
+    """The right banner is not enough: an nvcc that then dies (here of SIGSEGV, as a binary
+    for another CPU or with a missing library can) is no working compiler."""
+    from redist_mirror import nvcc_script, package_entries
+
+    m = RedistMirror(tmp_path / "m", platforms=("linux-x86_64",))
+    m.add_release("13.0.2")
+    crashing = nvcc_script("13.0.2").replace("exit 0\nfi\n", 'kill -SEGV "$$"\nfi\n', 1)
+    assert crashing != nvcc_script("13.0.2")
+    entries = [(n, kind, crashing if n == "bin/nvcc" else data, mode)
+               for n, kind, data, mode in package_entries("cuda_nvcc", "13.0.2")]
+    m.add_package("13.0.2", "cuda_nvcc", entries=entries)
+    with FileServer(m.root) as s:
+        e = Env(tmp_path, s.url)
+        r = e.run("install", "13.0.2", "--source", "redist")
+        assert r.returncode == 2, r.stderr
+        assert "smoke test failed: bin/nvcc --version exited -11 without a release banner" in r.stderr, r.stderr
+        assert_clean(e)
+
+
 def test_unreachable_redist(tmp_path):
     e = Env(tmp_path, f"http://127.0.0.1:{closed_port()}/")
     r = e.run("install", "13.0", "--source", "redist")
@@ -577,6 +597,35 @@ def test_install_latest_and_list_marks_installed(env, srv):
     listing = env.run("install", "--list", "--source", "redist").stdout.splitlines()
     assert "* 13.0.2  (installed)" in listing and "  12.8.1" in listing
     assert json.loads(env.run("install", "--list", "--source", "redist", "--json").stdout)["installed"] == ["13.0.2"]
+
+
+def test_install_latest_is_not_answered_by_an_older_installed_release(env, srv):
+    """`latest` names no installed release: with 12.8.1 installed it still installs the newest."""
+    assert env.run("install", "12.8.1", "-q", "--source", "redist").returncode == 0
+    r = env.run("install", "latest", "--source", "redist", "--json", "-q")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["release"], out["status"]) == (RELEASES[-1], "installed"), out
+    assert env.versions() == ["12.8.1", RELEASES[-1]]
+    r = env.run("install", "latest", "--source", "redist", "--json", "-q")
+    assert (json.loads(r.stdout)["release"], json.loads(r.stdout)["status"]) == (RELEASES[-1], "already installed")
+
+
+def test_uninstall_of_a_prefix_matching_two_releases_removes_nothing(tmp_path):
+    """`uninstall 13.0` with 13.0.0 and 13.0.2 installed must not pick one: it names both."""
+    from toolkits import managed
+
+    e = Env(tmp_path, "http://127.0.0.1:9/")
+    for rel in ("12.8.1", "13.0.0", "13.0.2"):
+        managed(e.root, rel)
+    for spec in ("13.0", "13"):
+        r = e.run("uninstall", spec, "--yes")
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.strip() == f"cudaenv: {spec} matches 13.0.0, 13.0.2: give the full version", r.stderr
+        assert e.versions() == ["12.8.1", "13.0.0", "13.0.2"]
+    r = e.run("uninstall", "12.8", "--yes")  # one match: that one goes
+    assert r.returncode == 0, r.stderr
+    assert e.versions() == ["13.0.0", "13.0.2"]
 
 
 def test_unknown_far_version_lists_nearest_in_version_order(env, srv):

@@ -446,7 +446,9 @@ def _hook_session(shell: str, tmp: Path, steps: list[str]) -> list[str]:
     cli_dir = os.path.dirname(shutil.which("cudaenv") or sys.executable)
     env["PATH"] = f"/usr/local/bin:/usr/bin:/bin:{cli_dir}"
     init = tmp / f"init.{shell}"
-    init.write_text(_cli(env, tmp, "init", "-", shell).stdout)
+    # Its bytes as printed: text mode would turn the code's carriage return into a newline.
+    init.write_bytes(subprocess.run([sys.executable, "-m", "cudaenv", "init", "-", shell], env=env, cwd=tmp,
+                                    capture_output=True, check=True, timeout=300).stdout)
     body = [f"source {init}"]
     for step in steps:
         body += [step, PROMPT[shell], SHOW[shell]]
@@ -501,8 +503,18 @@ def test_every_mutation_still_applies_once():
         spec.loader.exec_module(mutate)
     finally:
         sys.modules.pop(spec.name, None)
-    stale = [(m.id, m.path, (root / m.path).read_text().count(m.old)) for m in mutate.MUTATIONS
-             if (root / m.path).read_text().count(m.old) != 1]
-    assert stale == [], stale
+    stale = []
+    for m in mutate.MUTATIONS:
+        text = (root / m.path).read_text() if (root / m.path).is_file() else ""
+        count = text.count(m.old)
+        if count != 1:
+            where = "no longer occurs" if count == 0 else f"occurs {count} times"
+            stale.append(f"  {m.id} ({m.path}: {m.what}): its snippet {where} in {m.path}:\n"
+                         f"      {m.old!r}\n"
+                         f"    edit this mutation in scripts/mutate.py: make `old` the code's new text for the rule "
+                         f"it guards (exactly once in the file) and `new` the same mistake in it, then run "
+                         f"`python scripts/mutate.py {m.id}` to check it is still killed")
+    assert not stale, "stale mutations in scripts/mutate.py (the code moved on, the mutation did not):\n" + \
+        "\n".join(stale)
     ids = [m.id for m in mutate.MUTATIONS]
-    assert len(ids) == len(set(ids))
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})

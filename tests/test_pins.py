@@ -158,6 +158,33 @@ def test_newer_release_from_a_mirror_needs_opt_in(tmp_path, newer):
         assert sum("warning: trusting mirror" in line for line in p.stderr.splitlines()) == 1
 
 
+# Not pinned, yet older than the newest pin: below the first pinned release, and in a gap between two.
+@pytest.mark.parametrize("release", ["11.4.1", "12.7.0"])
+def test_unpinned_older_release_from_a_mirror_needs_opt_in(tmp_path, release):
+    """Only NVIDIA's own host is trusted for a release the pins do not cover, wherever it falls
+    among them: a mirror may not slip in a release the pins happen to skip."""
+    m = RedistMirror(tmp_path / "older", platforms=("linux-x86_64",))
+    m.add_release(release, packages=("cuda_nvcc", "cuda_cudart", "cuda_cccl"))
+    assert release not in pins.load().manifests
+    with FileServer(m.root) as srv:
+        p = run(cli_env(tmp_path, srv.url, CUDAENV_PINS=""), "install", release, "--source", "redist")
+        assert p.returncode == 2, p.stderr
+        assert (f"redistrib_{release}.json from mirror {srv.url}: CUDA {release} is not among the releases "
+                f"cudaenv pins, and such a manifest is trusted only from https://developer.download.nvidia.com/"
+                ) in p.stderr
+        assert "set CUDAENV_TRUST_MIRROR=1 (or pass --trust-mirror)" in p.stderr
+        assert not [r for r in srv.requests if r[1].endswith(".tar.xz")]
+        assert not (tmp_path / "root" / "versions").exists()
+
+        p = run(cli_env(tmp_path, srv.url, CUDAENV_PINS=""), "install", release, "--source", "redist",
+                "--trust-mirror")
+        assert p.returncode == 0, p.stderr
+        assert [line for line in p.stderr.splitlines() if "warning" in line] == [
+            f"cudaenv: warning: trusting mirror {srv.url} for CUDA {release} (CUDAENV_TRUST_MIRROR): "
+            f"the release is not pinned"]
+        assert (tmp_path / "root" / "versions" / release / "bin" / "nvcc").is_file()
+
+
 def test_pins_file_adds_a_release(tmp_path, newer):
     """CUDAENV_PINS (air-gapped sites, tests): the release installs with no warning at all."""
     with FileServer(newer.root) as srv:
@@ -234,10 +261,15 @@ def test_gen_pins_check_matches_and_detects_drift(tmp_path):
     ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["abc", 1]}}}', "expected [sha256, size]"),
     ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["' + "a" * 64 + '", -1]}}}',
      "expected [sha256, size]"),
+    # JSON's true is Python's True, an int subclass equal to 1: a size it is not.
+    ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["' + "a" * 64 + '", true]}}}',
+     "expected [sha256, size]"),
+    ('{"format": 1, "archives": {"cuda_nvcc/linux-x86_64": {"13.0.48": ["' + "a" * 64 + '", 1.0]}}}',
+     "expected [sha256, size]"),
     ('{"format": 1, "archives": {"../x": {}}}', "invalid directory"),
     ("[" * 100_000 + "]" * 100_000, f"JSON nested deeper than {MAX_JSON_DEPTH} levels"),
     ("{", "not valid JSON"),
-], ids=["format", "release", "sha256", "size", "directory", "nested", "json"])
+], ids=["format", "release", "sha256", "size", "size-true", "size-float", "directory", "nested", "json"])
 def test_bad_pins_file_is_one_line(tmp_path, newer, content, message):
     bad = tmp_path / "pins.json"
     bad.write_text(content)

@@ -175,6 +175,19 @@ def test_rehash_removes_stale_shims_and_reports(tmp_path):
     assert cudaenv(env, "rehash", "--quiet").stdout == ""
 
 
+def test_alias_entries_of_one_toolkit_are_equal_and_hash_alike(tmp_path):
+    """The table rehash writes, read back: each toolkit's prefixes name equal entries, which
+    collapse in a set (one per toolkit), and different toolkits' entries stay apart."""
+    from cudaenv import aliases
+
+    root = tmp_path / "root"
+    rehashed_store(root, releases=("12.8.1", "13.0.2"))
+    read = {name: aliases.read_entry(root / "aliases" / name) for name in ("12", "12.8", "12.8.1", "13", "13.0.2")}
+    assert read["12"] == read["12.8"] == read["12.8.1"] != read["13"] == read["13.0.2"]
+    assert {e.release for e in set(read.values())} == {"12.8.1", "13.0.2"} and len(set(read.values())) == 2
+    assert {read["13"]: "x"}[aliases.Entry(str(root / "versions" / "13.0.2"), "13.0.2", "cudaenv")] == "x"
+
+
 def test_concurrent_rehash(tmp_path):
     root = tmp_path / "root"
     for i in range(6):

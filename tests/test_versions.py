@@ -34,9 +34,32 @@ def test_minor_and_major():
 
 def test_cudart_and_torch_variants():
     assert (cudart_release(13000), cudart_release(12080), cudart_release(11080)) == ("13.0", "12.8", "11.8")
+    # CUDART_VERSION is major * 1000 + minor * 10: a two-digit minor is not cut to its last digit.
+    assert (cudart_release(13020), cudart_release(12100), cudart_release(12110)) == ("13.2", "12.10", "12.11")
     for release in ("11.8", "12.6", "12.8", "13.0"):
         assert variant_release(torch_variant(release)) == release
     assert torch_variant("12.8") == "cu128"
+
+
+def test_unparsable_release_names_sort_first():
+    """release_key orders what the outside world names (directory suffixes, receipts): a name that
+    is no release sorts below every release, so a newest-first listing never puts it on top."""
+    from cudaenv.versions import release_key
+
+    names = ["12.10.0", "cuda", "9.2", "13.0.2", "", "12.8.1", "13.0.2.1"]
+    assert sorted(names, key=release_key) == ["cuda", "", "13.0.2.1", "9.2", "12.8.1", "12.10.0", "13.0.2"]
+    assert max(names, key=release_key) == "13.0.2"
+
+
+def test_unversioned_toolkit_directory_is_searched_after_the_versioned_ones(tmp_path):
+    """CUDAENV_SYSTEM_SEARCH=<dir>/cuda*: cuda-13.0 and cuda-12.8 (newest first) come before the
+    unversioned cuda (on most machines a link to one of them), as discover orders its candidates."""
+    from cudaenv import discover
+
+    for name in ("cuda", "cuda-12.8", "cuda-13.0"):
+        (tmp_path / name).mkdir()
+    got = [p.name for p, _ in discover._static_candidates({"CUDAENV_SYSTEM_SEARCH": str(tmp_path / "cuda*")})]
+    assert got == ["cuda-13.0", "cuda-12.8", "cuda"]
 
 
 def test_no_hand_written_copies_of_the_arithmetic():

@@ -128,11 +128,15 @@ class AptSource:
                     profile=profile, artifacts=artifacts, notes=notes)
 
     def finalize(self, staging_root: Path, plan: Plan) -> None:
-        """Describe the tree the way NVIDIA's runfile and redist trees do (version.json), when no package did."""
-        fixups.write_version_json(staging_root, plan, {
-            "cuda_nvcc": {"name": "CUDA NVCC", "version": a.version}
-            for a in plan.artifacts if a.component.startswith("cuda-nvcc-")
-        })
+        """Describe the tree the way NVIDIA's runfile and redist trees do (version.json), when no package did.
+
+        The nvcc component is the release's own cuda-nvcc-X-Y package, named exactly: a closure
+        that also held another release's cuda-nvcc must not decide which version is recorded."""
+        release = Release.parse(plan.release)
+        nvcc = f"cuda-nvcc-{release.major}-{release.minor}"
+        versions = [a.version for a in plan.artifacts if a.component == nvcc]
+        components = {"cuda_nvcc": {"name": "CUDA NVCC", "version": versions[0]}} if versions else {}
+        fixups.write_version_json(staging_root, plan, components)
 
 
 SOURCE = AptSource
