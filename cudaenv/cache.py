@@ -84,8 +84,10 @@ def _normalize_modes(root: Path) -> None:
                 os.chmod(p, 0o755 if st.st_mode & 0o111 else 0o644)
 
 
-def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
-    """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now)."""
+def unpack(item, cancel=None, fresh: bool = False, on_read=None) -> tuple[Path, bool]:
+    """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now).
+
+    `on_read(nbytes)` follows the reads of the archive, for progress."""
     from . import extract
 
     art = item.artifact
@@ -102,7 +104,7 @@ def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
         tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
         tmp.mkdir()
         try:
-            extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
+            extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename, on_read)
             _normalize_modes(tmp)
             marker = {"sha256": art.sha256, "filename": art.filename, "component": art.component,
                       "version": art.version, "unpacked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -340,8 +340,17 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
     trees: dict[str, Path] = {}
 
     def one(item):
+        size = item.artifact.size or 0
+        read = [0]
+
+        def on_read(n: int) -> None:
+            n = min(n, size - read[0])  # a wheel's directory is read twice: never count past the archive
+            if n > 0:
+                read[0] += n
+                progress.advance(n)
+
         try:
-            tree, extracted = cache.unpack(item, cancel, fresh=fresh)
+            tree, extracted = cache.unpack(item, cancel, fresh=fresh, on_read=on_read)
         except extract.UnsafeArchive as e:
             # The cached file is named by its sha256; name the archive the way the user knows it.
             known_as = f"{item.artifact.filename} ({item.artifact.url})"
@@ -354,11 +363,18 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
                 text = f"{known_as}: {text}"
             raise extract.UnsafeArchive(text) from None
         cache.touch(tree / cache.TREE_MARKER)
+        if extracted:
+            progress.advance(size - read[0])  # a .deb is read by another reader: counted when done
+            progress.item_finished(size, size)
+        else:
+            progress.item_finished(size, 0, skipped_size=size)  # another install unpacked it meanwhile
         progress.item_done(f"  {item.artifact.filename}: {'extracted' if extracted else 'unpacked before'}")
         return item.artifact.sha256, tree
 
     # Largest first so the longest archive is never started last.
     ordered = sorted(items, key=lambda i: -(i.artifact.size or 0))
+    progress.start("unpack", sum(i.artifact.size or 0 for i in items), items=len(items), verb="unpacked",
+                   skipped_as="unpacked before", note="compressed")
     workers = max(1, min(len(ordered), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(one, i) for i in ordered]
@@ -373,6 +389,7 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
             for fut in futures:
                 fut.cancel()
             raise
+    progress.finish()
     return trees
 
 
@@ -523,13 +540,18 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
         try:
             trees = _unpack_all(report.items, force, progress) if report else {}
             step = ("building the toolkit", staging.parent)
-            if previous is not None and final.is_dir():
+            grow = previous is not None and final.is_dir()
+            progress.start("link", len(new) + grow, unit="tree", verb="linked", note="into the toolkit")
+            if grow:
                 cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
+                progress.advance(1)
             for art in new:
                 tree = trees.get(art.sha256) or cache.tree_path(art.sha256)
                 cache.touch(tree / cache.TREE_MARKER)
                 cache.link_tree(tree, staging, linker)
+                progress.advance(1)
             cache.verify_symlinks(staging, linker)
+            progress.finish()
         except UnsafeArchive as e:
             raise SourceFailure(f"refusing unsafe archive: {e}") from None
         except OSError as e:

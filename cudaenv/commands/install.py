@@ -176,12 +176,14 @@ def install(versions: tuple[str, ...], source: str | None, profile: str, extra: 
             r = core.install(spec, source=source, profile=profile, extra=extra, force=force, refresh=refresh,
                              progress=progress)
         except core.InstallError as e:
+            progress.clear()
             click.echo(f"cudaenv: {e}", err=True)
             code = code or e.exit_code
             results.append({"schema": "cudaenv.error/1", "status": "error", "request": spec, "error": str(e),
                             "exit_code": e.exit_code})
             continue
         except KeyboardInterrupt:
+            progress.clear()
             click.echo("cudaenv: install interrupted; nothing was installed", err=True)
             sys.exit(130)
         results.append({"schema": "cudaenv.install/1", **r.to_json()})
