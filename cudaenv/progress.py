@@ -171,8 +171,7 @@ class Progress:
         if self.total > 0:
             # A rate and ETA only for work being done, never for what needed none.
             eta = human_seconds(max(self.total - self.done, 0) / rate) if rate > 0 else "--:--"
-            per_second = f"{human_bytes(rate)}/s" if self.unit == "bytes" else f"{rate:.1f}/s"
-            text += f" {per_second} ETA {eta}"
+            text += f" {human_bytes(rate)}/s ETA {eta}" if self.unit == "bytes" else f" ETA {eta}"
         if self.items:
             text += f" {self.items_done}/{self.items}"
         if self.skipped:

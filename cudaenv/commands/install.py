@@ -114,6 +114,12 @@ release in another CUDAENV_ROOT, is built from the unpacked trees with
 hardlinks. See `cudaenv cache info` and `cudaenv cache prune`. Proxies and CA
 bundles come from the environment (HTTPS_PROXY, NO_PROXY, REQUESTS_CA_BUNDLE).
 
+Progress goes to stderr, one phase at a time (download, unpack, link): a bar
+with bytes, rate and ETA on a terminal, one line per step otherwise. The
+download counts only what the network sends in this run; cached archives and
+the part an interrupted run fetched are shown apart, and the final
+[X downloaded, N cached] (--json: downloaded_bytes) is the same figure.
+
 {EXIT_CODES}""")
 @click.argument("versions", nargs=-1)
 # Plain strings checked by the core, so a bad value exits 1 (bad input) with the
