@@ -578,7 +578,9 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
         notes.append(modules_note)
     receipt = store.read_receipt(final)
     downloaded = report.downloaded_bytes if report else 0
-    hits = len(plan.artifacts) - (len(report.items) - report.cache_hits if report else 0)
+    # Of the archives this install adds, those not fetched now (cached, or unpacked before); the
+    # installed toolkit's own are neither.
+    hits = len(new) - (len(report.items) - report.cache_hits if report else 0)
     status = "installed" if previous is None else "updated"
     return Result(str(release), plan.source, final, label, status, receipt.get("components", {}),
                   downloaded, hits, notes, time.monotonic() - started,

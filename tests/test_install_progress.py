@@ -36,7 +36,7 @@ PAYLOAD = random.Random(21).randbytes(300_000)
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     m = RedistMirror(tmp_path_factory.mktemp("mirror"), platforms=("linux-x86_64",))
-    m.add_release(RELEASE, packages=MINIMAL, payload=PAYLOAD)
+    m.add_release(RELEASE, packages=MINIMAL + ("cuda_nvrtc",), payload=PAYLOAD)
     return m
 
 
@@ -92,6 +92,8 @@ def archives(mirror) -> dict[str, dict]:
     """package -> {path, sha256, size} of each archive the minimal install fetches."""
     out = {}
     for pkg, info in mirror.manifests[RELEASE].items():
+        if pkg not in MINIMAL:
+            continue
         entry = info.get("linux-x86_64") if isinstance(info, dict) else None
         if isinstance(entry, dict) and "relative_path" in entry and (mirror.root / entry["relative_path"]).is_file():
             out[pkg] = {"path": mirror.root / entry["relative_path"], "sha256": entry["sha256"],
@@ -250,3 +252,16 @@ def test_a_cached_archive_that_fails_verification_is_counted_as_downloaded(tmp_p
     assert f"download: {ARCHIVES} archives, {human_bytes(size - nvcc['size'])} to fetch (1 cached)" in r.stderr
     assert finish_line(r.stderr, "download").startswith(f"download: {human_bytes(size)} downloaded in ")
     assert summary_downloaded(r.stdout) == f"{human_bytes(size)}, 0 cached" and sent(srv) == size
+
+
+def test_adding_a_component_counts_only_the_new_archive(tmp_path, srv, mirror):
+    """The installed components are neither downloaded nor cached: they are the toolkit being grown."""
+    inst = Install(tmp_path, srv.url)
+    inst.piped("install", RELEASE, "--source", "redist", "-q")
+    before = sent(srv)
+    nvrtc = next(i for p, i in mirror.manifests[RELEASE].items() if p == "cuda_nvrtc")["linux-x86_64"]
+    r = inst.piped("install", RELEASE, "--with", "nvrtc")
+    assert sent(srv) - before == int(nvrtc["size"])
+    assert f"download: 1 archive, {human_bytes(int(nvrtc['size']))} to fetch" in r.stderr.splitlines()
+    assert finish_line(r.stderr, "link").startswith("link: 2 trees linked in ")  # the installed tree and nvrtc's
+    assert summary_downloaded(r.stdout) == f"{human_bytes(int(nvrtc['size']))}, 0 cached"
