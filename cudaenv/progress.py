@@ -17,6 +17,7 @@ quiet nothing is printed. Everything goes to stderr so stdout stays clean for --
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -160,23 +161,33 @@ class Progress:
             self.stream.write("\r\x1b[K")
             self.drawn = False
 
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (AttributeError, OSError, ValueError):
+            return 80
+
     def _draw(self, now: float) -> None:
         elapsed = max(now - self.started, 1e-9)
         rate = self.done / elapsed
-        frac = min(self.done / self.total, 1.0) if self.total > 0 else 1.0
-        filled = int(frac * self.WIDTH)
-        bar = "#" * filled + "-" * (self.WIDTH - filled)
         done = self._amount(self.done) if self.unit == "bytes" else str(self.done)
-        text = f"\r\x1b[K{self.label} [{bar}] {done}/{self._amount(self.total)}"
+        figures = f"{done}/{self._amount(self.total)}"
         if self.total > 0:
             # A rate and ETA only for work being done, never for what needed none.
             eta = human_seconds(max(self.total - self.done, 0) / rate) if rate > 0 else "--:--"
-            text += f" {human_bytes(rate)}/s ETA {eta}" if self.unit == "bytes" else f" ETA {eta}"
+            figures += f" {human_bytes(rate)}/s ETA {eta}" if self.unit == "bytes" else f" ETA {eta}"
         if self.items:
-            text += f" {self.items_done}/{self.items}"
+            figures += f" {self.items_done}/{self.items}"
         if self.skipped:
-            text += f", {self.skipped} {self.skipped_as}"
-        self.stream.write(text)
+            figures += f", {self.skipped} {self.skipped_as}"
+        # A line that wraps cannot be redrawn in place: on a narrow terminal the bar
+        # gives way first, then the end of the figures.
+        room = self._columns() - 1
+        width = min(self.WIDTH, room - len(self.label) - len(figures) - 4)
+        frac = min(self.done / self.total, 1.0) if self.total > 0 else 1.0
+        filled = int(frac * width)
+        bar = f" [{'#' * filled}{'-' * (width - filled)}]" if width >= 4 else ""
+        self.stream.write("\r\x1b[K" + f"{self.label}{bar} {figures}"[:room])
         self.stream.flush()
         self.drawn = True
 

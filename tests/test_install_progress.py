@@ -9,13 +9,16 @@ install --json's downloaded_bytes agree with what the server's log says it sent.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import random
 import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -62,9 +65,10 @@ class Install:
         assert r.returncode == 0, r.stderr
         return r
 
-    def on_tty(self, *args: str) -> tuple[str, str]:
-        """(what a terminal showed on stderr, stdout) of the CLI with stderr on a real pty."""
+    def on_tty(self, *args: str, columns: int = 80, status: int = 0) -> tuple[str, str]:
+        """(what a terminal `columns` wide showed on stderr, stdout) of the CLI with stderr on a real pty."""
         master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         proc = subprocess.Popen([sys.executable, "-m", "cudaenv", *args], env=self.env, cwd=self.cwd,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
         os.close(slave)
@@ -79,7 +83,7 @@ class Install:
             shown += chunk
         os.close(master)
         out = proc.stdout.read().decode() if proc.stdout else ""
-        assert proc.wait(timeout=300) == 0, shown.decode(errors="replace")
+        assert proc.wait(timeout=300) == status, shown.decode(errors="replace")
         return shown.decode(), out
 
     def plant(self, art: dict, where: str, data: bytes) -> None:
@@ -116,7 +120,7 @@ def sent(srv) -> int:
 
 def frames(shown: str, label: str) -> list[str]:
     """Every drawing of `label`'s bar on the terminal."""
-    return [f for f in re.split(r"\r\x1b\[K|\r?\n", shown) if f.startswith(f"{label} [")]
+    return [f for f in re.split(r"\r\x1b\[K|\r?\n", shown) if f.startswith(f"{label} ")]
 
 
 def finish_line(text: str, label: str) -> str:
@@ -265,3 +269,16 @@ def test_adding_a_component_counts_only_the_new_archive(tmp_path, srv, mirror):
     assert f"download: 1 archive, {human_bytes(int(nvrtc['size']))} to fetch" in r.stderr.splitlines()
     assert finish_line(r.stderr, "link").startswith("link: 2 trees linked in ")  # the installed tree and nvrtc's
     assert summary_downloaded(r.stdout) == f"{human_bytes(int(nvrtc['size']))}, 0 cached"
+
+
+def test_the_bar_fits_a_narrow_terminal_and_an_error_starts_its_own_line(tmp_path, srv, mirror):
+    """A bar wider than the terminal wraps and cannot be redrawn in place; an error must not trail a bar."""
+    shown, _ = Install(tmp_path / "narrow", srv.url).on_tty("install", RELEASE, "--source", "redist", columns=40)
+    drawn = [f for label in ("download", "unpack", "link") for f in frames(shown, label)]
+    assert drawn and all(len(f) <= 39 for f in drawn), drawn
+    nvcc = archives(mirror)["cuda_nvcc"]
+    srv.fault(str(nvcc["path"].relative_to(srv.root)), "wrong_body", times=None)
+    shown, _ = Install(tmp_path / "failing", srv.url).on_tty("install", RELEASE, "--source", "redist", status=2)
+    error = next(line for line in re.split(r"\r?\n", shown) if "sha256 mismatch" in line)
+    # What the terminal leaves on that line: the error alone, the bar erased before it.
+    assert error.split("\r\x1b[K")[-1].startswith("cudaenv: "), repr(error)
