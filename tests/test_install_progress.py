@@ -282,3 +282,27 @@ def test_the_bar_fits_a_narrow_terminal_and_an_error_starts_its_own_line(tmp_pat
     error = next(line for line in re.split(r"\r?\n", shown) if "sha256 mismatch" in line)
     # What the terminal leaves on that line: the error alone, the bar erased before it.
     assert error.split("\r\x1b[K")[-1].startswith("cudaenv: "), repr(error)
+
+
+def test_unpack_progress_follows_the_reads_of_each_kind_of_archive(tmp_path):
+    """The unpack bar moves with the archive being read: all of a tar.xz, every member's bytes of a wheel."""
+    import zipfile
+
+    from redist_mirror import write_tar_xz
+    from test_pypi import build_wheel
+
+    from cudaenv import extract
+
+    tar = tmp_path / "a.tar.xz"
+    write_tar_xz(tar, [("top/lib/payload.bin", "file", PAYLOAD, 0o644)])
+    reads: list[int] = []
+    extract.extract_artifact(tar, "tar.xz", tmp_path / "t", "top", on_read=reads.append)
+    assert sum(reads) == tar.stat().st_size and len(reads) > 1
+    assert (tmp_path / "t" / "lib" / "payload.bin").read_bytes() == PAYLOAD
+
+    wheel = build_wheel(tmp_path, "nvidia-x", "1.0", "py3-none-any", {"nvidia/x/lib/payload.bin": PAYLOAD})
+    reads.clear()
+    extract.extract_artifact(wheel, "whl", tmp_path / "w", "nvidia/x", on_read=reads.append)
+    with zipfile.ZipFile(wheel) as zf:
+        members = sum(i.compress_size for i in zf.infolist())
+    assert members <= sum(reads) and (tmp_path / "w" / "lib" / "payload.bin").read_bytes() == PAYLOAD
