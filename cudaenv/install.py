@@ -344,7 +344,9 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
         read = [0]
 
         def on_read(n: int) -> None:
-            n = min(n, size - read[0])  # a wheel's directory is read twice: never count past the archive
+            # A reader that seeks back (zipfile reads a wheel's directory, then its members)
+            # reads some bytes twice: the figure never passes the archive's size.
+            n = min(n, size - read[0])
             if n > 0:
                 read[0] += n
                 progress.advance(n)
@@ -541,7 +543,7 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
             trees = _unpack_all(report.items, force, progress) if report else {}
             step = ("building the toolkit", staging.parent)
             grow = previous is not None and final.is_dir()
-            progress.start("link", len(new) + grow, unit="tree", verb="linked", note="into the toolkit")
+            progress.start("link", len(new) + int(grow), unit="tree", verb="linked", note="into the toolkit")
             if grow:
                 cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
                 progress.advance(1)
