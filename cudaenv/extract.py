@@ -416,15 +416,24 @@ def _zip_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
 
 
 class _Counted:
-    """A file whose reads are reported to `on_read(nbytes)`: how far through an archive extraction is."""
+    """A file whose reads are reported to `on_read(nbytes)`: how far through an archive extraction is.
+
+    Decompressors read a few KiB at a time; reporting once per CHUNK keeps the count off the hot path."""
 
     def __init__(self, f, on_read):
-        self._f, self._on_read = f, on_read
+        self._f, self._on_read, self._pending = f, on_read, 0
 
     def read(self, n: int = -1) -> bytes:
         data = self._f.read(n)
-        self._on_read(len(data))
+        self._pending += len(data)
+        if self._pending >= CHUNK or not data:
+            self._report()
         return data
+
+    def _report(self) -> None:
+        if self._pending:
+            self._on_read(self._pending)
+            self._pending = 0
 
     def __getattr__(self, name: str):
         return getattr(self._f, name)
@@ -433,6 +442,7 @@ class _Counted:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._report()
         self._f.close()
 
 
