@@ -135,9 +135,10 @@ def trees_held(shas, on_wait=None):
         yield
 
 
-def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
+def unpack(item, cancel=None, fresh: bool = False, on_read=None) -> tuple[Path, bool]:
     """The unpacked tree of a fetched archive, extracting it once. (tree, True if extracted now).
-    The caller holds the tree's lock (trees_held)."""
+    The caller holds the tree's lock (trees_held). `on_read(nbytes)` follows the reads of
+    the archive, for progress."""
     from . import extract
 
     art = item.artifact
@@ -150,7 +151,7 @@ def unpack(item, cancel=None, fresh: bool = False) -> tuple[Path, bool]:
     tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
     tmp.mkdir()
     try:
-        extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename)
+        extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename, on_read)
         _normalize_modes(tmp)
         _write_marker(tmp, art)
         if os.path.lexists(final):

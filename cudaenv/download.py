@@ -43,7 +43,7 @@ from pathlib import Path
 
 from . import diskspace, parallel, settings, store
 from .cache import archives_root
-from .progress import Progress, quiet
+from .progress import Progress, human_bytes, quiet
 from .sources.base import Artifact, SourceError, Unreachable
 
 CHUNK = 1 << 20
@@ -464,6 +464,28 @@ def _clear_non_file(path: Path) -> None:
         os.unlink(path)
 
 
+def _left_to_fetch(art: Artifact) -> int:
+    """Bytes the network is still to send for `art`: none when cached, the rest of a partial download."""
+    try:
+        final = cached_path(art.sha256)
+        if final.is_file():
+            return 0  # re-hashed before use; one that fails is corrected for by item_finished
+        part = final.with_name(art.sha256 + ".part")
+        have = part.stat().st_size if part.is_file() and not art.url.startswith("file://") else 0
+    except (DownloadError, OSError):
+        have = 0  # fetch names the problem
+    size = art.size or 0
+    return size - have if have <= size else size
+
+
+def _plan_note(artifacts: list[Artifact], planned: list[int]) -> str:
+    """What the start line's figure leaves out: archives in the cache, bytes an earlier run fetched."""
+    cached = sum(1 for n in planned if n == 0)
+    resumed = sum((a.size or 0) - n for a, n in zip(artifacts, planned) if n)
+    parts = ([f"{cached} cached"] if cached else []) + ([f"{human_bytes(resumed)} fetched before"] if resumed else [])
+    return "to fetch" + (f" ({', '.join(parts)})" if parts else "")
+
+
 @dataclass
 class Fetched:
     artifact: Artifact
@@ -527,13 +549,12 @@ class Downloader:
         for name in (art.sha256, art.sha256 + ".part", art.sha256 + ".lock"):
             _clear_non_file(final.with_name(name))
         if self._cache_hit(art, final):
-            self.progress.advance(art.size or 0)
             self.progress.item_done(f"  {art.filename}: cached")
             return Fetched(art, final, 0)
         # Two installs sharing an archive: the second waits, then finds it cached.
         with parallel.held(final.with_name(art.sha256 + ".lock")):
             if self._cache_hit(art, final):
-                self.progress.advance(art.size or 0)
+                self.progress.item_done(f"  {art.filename}: cached")
                 return Fetched(art, final, 0)
             part = final.with_name(art.sha256 + ".part")
             seconds = deadline()
@@ -580,13 +601,12 @@ class Downloader:
                     # The partial file is already complete (or stale): verify decides.
                     return
                 _check_status(resp, art.url)
+                # A server that ignores Range sends it all again (the progress total follows at the end).
                 mode = "ab" if (offset and resp.status_code == 206) else "wb"
                 announced = resp.headers.get("Content-Length", "")
                 if announced.isdigit() and (offset if mode == "ab" else 0) + int(announced) > bound:
                     raise DownloadError(_too_large(art, bound, f"the server announces {int(announced)} bytes, more"))
-                if mode == "wb" and offset:
-                    self.progress.advance(-offset)  # the server ignored Range: restart
-                elif offset:
+                if mode == "ab":
                     self.progress.item_done(f"  {art.filename}: resuming at {offset} bytes")
                 stopper.watch(resp)
                 try:
@@ -625,8 +645,17 @@ class Downloader:
 
     def fetch_all(self, artifacts: list[Artifact]) -> FetchReport:
         """Fetch every artifact, `jobs` at a time; the first failure, or an interrupt, stops the rest."""
-        total = sum(a.size or 0 for a in artifacts)
-        self.progress.start("download", total)
-        items = parallel.run(artifacts, self.fetch, self.jobs, self.stop, name="cudaenv-download")
+        planned = [_left_to_fetch(a) for a in artifacts]
+        self.progress.start("download", sum(planned), items=len(artifacts), verb="downloaded",
+                            note=_plan_note(artifacts, planned))
+        expected = {id(a): n for a, n in zip(artifacts, planned)}
+
+        def one(art: Artifact) -> Fetched:
+            got = self.fetch(art)
+            self.progress.item_finished(expected[id(art)], got.downloaded,
+                                        skipped_size=(art.size or 0) if got.downloaded == 0 else None)
+            return got
+
+        items = parallel.run(artifacts, one, self.jobs, self.stop, name="cudaenv-download")
         self.progress.finish()
         return FetchReport(items)

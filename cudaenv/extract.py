@@ -403,13 +403,51 @@ def _zip_link_target(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def extract_zip(path: Path, dest: Path, subdir: str | None, cancel=None, name: str | None = None) -> list[str]:
+class _Counted:
+    """A file whose reads are reported to `on_read(nbytes)`: how far through an archive extraction is.
+
+    Decompressors read a few KiB at a time; reporting once per CHUNK keeps the count off the hot path."""
+
+    def __init__(self, f, on_read):
+        self._f, self._on_read, self._pending = f, on_read, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self._pending += len(data)
+        if self._pending >= CHUNK or not data:
+            self._report()
+        return data
+
+    def _report(self) -> None:
+        if self._pending:
+            self._on_read(self._pending)
+            self._pending = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._f, name)
+
+    def __enter__(self) -> _Counted:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._report()
+        self._f.close()
+
+
+def _opened(path: Path, on_read):
+    """The archive file itself, or one whose reads are counted for progress."""
+    f = open(path, "rb")
+    return _Counted(f, on_read) if on_read else f
+
+
+def extract_zip(path: Path, dest: Path, subdir: str | None, cancel=None, name: str | None = None,
+                on_read=None) -> list[str]:
     """Extract a zip (a wheel) member by member, under `subdir` (stripped); errors call it `name`."""
     archive = name or Path(path).name
     strip = _Stripper(subdir, archive)
     out = _Writer(dest, archive, os.path.getsize(path))
     try:
-        with zipfile.ZipFile(path) as zf:
+        with _opened(path, on_read) as f, zipfile.ZipFile(f) as zf:
             for info in zf.infolist():
                 _check(cancel)
                 name = info.filename
@@ -432,31 +470,33 @@ def extract_zip(path: Path, dest: Path, subdir: str | None, cancel=None, name: s
         out.close()
 
 
-def extract_tar_xz(path: Path, dest: Path, subdir: str | None, cancel=None, name: str | None = None) -> list[str]:
+def extract_tar_xz(path: Path, dest: Path, subdir: str | None, cancel=None, name: str | None = None,
+                   on_read=None) -> list[str]:
     import lzma
 
     archive = name or Path(path).name
     try:
-        with lzma.open(path) as raw, tarfile.open(fileobj=raw, mode="r|", bufsize=CHUNK) as tar:
+        with _opened(path, on_read) as f, lzma.open(f) as raw, tarfile.open(fileobj=raw, mode="r|", bufsize=CHUNK) as tar:
             return extract_tar(tar, dest, subdir, archive, cancel, os.path.getsize(path))
     except (tarfile.TarError, lzma.LZMAError, EOFError) as e:
         raise UnsafeArchive(f"{archive}: not a valid tar.xz archive ({e})") from None
 
 
 def extract_artifact(path: Path, kind: str, dest: Path, subdir: str = "", cancel=None,
-                     name: str | None = None) -> list[str]:
+                     name: str | None = None, on_read=None) -> list[str]:
     """Extract one downloaded artifact of `kind` into dest (see sources.Artifact.subdir).
 
     `name` is the archive's own file name, for errors (a cached file is named by its sha256).
+    `on_read(nbytes)` is told of each read of the archive (tar.xz and wheels), for progress.
     """
     name = name or Path(path).name
     if kind == "tar.xz":
-        return extract_tar_xz(path, dest, subdir or None, cancel, name)
+        return extract_tar_xz(path, dest, subdir or None, cancel, name, on_read)
     if kind == "whl":
         import zlib
 
         try:
-            return extract_zip(path, dest, subdir, cancel, name)
+            return extract_zip(path, dest, subdir, cancel, name, on_read)
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
             # NotImplementedError: an unsupported compression; RuntimeError: an encrypted member.
             raise UnsafeArchive(f"{name}: not a valid wheel ({e})") from None

@@ -346,8 +346,19 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
     cancel = threading.Event()
 
     def one(item):
+        size = item.artifact.size or 0
+        read = [0]
+
+        def on_read(n: int) -> None:
+            # A reader that seeks back (zipfile reads a wheel's directory, then its members)
+            # reads some bytes twice: the figure never passes the archive's size.
+            n = min(n, size - read[0])
+            if n > 0:
+                read[0] += n
+                progress.advance(n)
+
         try:
-            tree, extracted = cache.unpack(item, cancel, fresh=fresh)
+            tree, extracted = cache.unpack(item, cancel, fresh=fresh, on_read=on_read)
         except extract.UnsafeArchive as e:
             # The cached file is named by its sha256; name the archive the way the user knows it.
             known_as = f"{item.artifact.filename} ({item.artifact.url})"
@@ -360,12 +371,20 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
                 text = f"{known_as}: {text}"
             raise extract.UnsafeArchive(text) from None
         cache.touch(tree / cache.TREE_MARKER)
+        if extracted:
+            progress.advance(size - read[0])  # a .deb is read by another reader: counted when done
+            progress.item_finished(size, size)
+        else:
+            progress.item_finished(size, 0, skipped_size=size)  # another install unpacked it meanwhile
         progress.item_done(f"  {item.artifact.filename}: {'extracted' if extracted else 'unpacked before'}")
         return item.artifact.sha256, tree
 
     # Largest first so the longest archive is never started last.
     ordered = sorted(items, key=lambda i: -(i.artifact.size or 0))
+    progress.start("unpack", sum(i.artifact.size or 0 for i in items), items=len(items), verb="unpacked",
+                   skipped_as="unpacked before", note="compressed")
     done = parallel.run(ordered, one, os.cpu_count() or 1, cancel.set, name="cudaenv-unpack")
+    progress.finish()
     return dict(done)
 
 
@@ -530,13 +549,18 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
         try:
             trees = _unpack_all(report.items, force, progress) if report else {}
             step = ("building the toolkit", staging.parent)
-            if previous is not None and final.is_dir():
+            grow = previous is not None and final.is_dir()
+            progress.start("link", len(new) + int(grow), unit="tree", verb="linked", note="into the toolkit")
+            if grow:
                 cache.link_tree(final, staging, linker, skip=(store.RECEIPT_NAME,))
+                progress.advance(1)
             for art in new:
                 tree = trees.get(art.sha256) or cache.tree_path(art.sha256)
                 cache.touch(tree / cache.TREE_MARKER)
                 cache.link_tree(tree, staging, linker)
+                progress.advance(1)
             cache.verify_symlinks(staging, linker)
+            progress.finish()
         except UnsafeArchive as e:
             raise SourceFailure(f"refusing unsafe archive: {e}") from None
         except LowDiskSpace as e:
@@ -565,7 +589,9 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
         notes.append(modules_note)
     receipt = store.read_receipt(final)
     downloaded = report.downloaded_bytes if report else 0
-    hits = len(plan.artifacts) - (len(report.items) - report.cache_hits if report else 0)
+    # Of the archives this install adds, those not fetched now (cached, or unpacked before); the
+    # installed toolkit's own are neither.
+    hits = len(new) - (len(report.items) - report.cache_hits if report else 0)
     status = "installed" if previous is None else "updated"
     return Result(str(release), plan.source, final, label, status, receipt.get("components", {}),
                   downloaded, hits, notes, time.monotonic() - started,

@@ -168,8 +168,8 @@ def test_progress_bar_on_a_tty_and_lines_off_it(env, server):
     plain = io.StringIO()
     Downloader(Progress(stream=plain)).fetch_all([publish(server, "q.bin", 1000)])
     lines = plain.getvalue().splitlines()
-    assert lines[0] == "download: 1000 B" and "q.bin: downloaded and verified" in lines[1]
-    assert lines[-1].startswith("download: done, 1000 B in ") and "\x1b" not in plain.getvalue()
+    assert lines[0] == "download: 1 archive, 1000 B to fetch" and "q.bin: downloaded and verified" in lines[1]
+    assert lines[-1].startswith("download: 1000 B downloaded in ") and "\x1b" not in plain.getvalue()
     quiet = io.StringIO()
     Downloader(Progress("quiet", stream=quiet)).fetch_all([publish(server, "r.bin", 1000)])
     assert quiet.getvalue() == ""

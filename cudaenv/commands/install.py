@@ -118,6 +118,12 @@ bundles come from the environment (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE,
 REQUESTS_CA_BUNDLE). Ctrl-C or SIGTERM stops at once, with status 130; what
 was downloaded is kept, and the next install resumes it.
 
+Progress goes to stderr, one phase at a time (download, unpack, link): a bar
+with bytes, rate and ETA on a terminal, one line per step otherwise. The
+download counts only what the network sends in this run; cached archives and
+the part an interrupted run fetched are shown apart, and the final
+[X downloaded, N cached] (--json: downloaded_bytes) is the same figure.
+
 {EXIT_CODES}""")
 @click.argument("versions", nargs=-1)
 # Plain strings checked by the core, so a bad value exits 1 (bad input) with the
@@ -180,6 +186,7 @@ def install(versions: tuple[str, ...], source: str | None, profile: str, extra: 
             r = core.install(spec, source=source, profile=profile, extra=extra, force=force, refresh=refresh,
                              progress=progress)
         except core.InstallError as e:
+            progress.clear()
             click.echo(f"cudaenv: {e}", err=True)
             code = code or e.exit_code
             results.append({"schema": "cudaenv.error/1", "status": "error", "request": spec, "error": str(e),
