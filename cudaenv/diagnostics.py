@@ -22,7 +22,7 @@ from . import consumers, jitcache, store
 from . import resolver as rs
 from .data import load
 from .machine import HEADER_SCAN_BYTES, Probe, probe as run_probe
-from .versions import cudart_release, major_minor, major_of, number_key
+from .versions import cudart_release, major_minor, major_of
 
 SCHEMA = "cudaenv.doctor/1"
 _RANK = {"ok": 0, "warn": 1, "error": 2}
@@ -492,19 +492,13 @@ def libcuda_stub(ctx: Context) -> Findings:
 
 
 def driver_gpu(ctx: Context) -> Findings:
-    """A driver older than the branch that introduced a GPU does not see it."""
+    """A driver older than the branch that introduced a GPU does not see it (the resolver's rule)."""
     d = ctx.probe.driver
     if not d:
         return
-    for g in ctx.probe.gpus:
-        window = rs.arch_window(g.sm)
-        need = rs.min_driver(window[0]) if window else None
-        if need and number_key(d) < number_key(need):
-            yield ctx.finding("driver-gpu", "error", f"driver {d} predates {g.name} ({g.sm})",
-                              f"{g.sm} GPUs need a driver of the branch that introduced them, >= {need} (CUDA {window[0]}); "
-                              "an older one does not see the GPU at all, so this is not a PTX question.",
-                              f"install NVIDIA driver >= {need}")
-            return
+    for f in rs.driver_gpu_findings([(g.sm, g.name) for g in ctx.probe.gpus], d):
+        verdict, explanation = f.message.split(": ", 1)
+        yield ctx.finding("driver-gpu", "error", verdict, explanation[0].upper() + explanation[1:] + ".", f.fix)
 
 
 def driver_torch(ctx: Context) -> Findings:
@@ -512,13 +506,13 @@ def driver_torch(ctx: Context) -> Findings:
     d, tc = ctx.probe.driver, ctx.probe.torch_cuda
     if not d or not tc or not ctx.torch_version:
         return
-    floor = load("drivers.json")["minor_version_compat_min"].get(str(major_of(tc)))
-    if major_of(tc) not in rs.compat_majors(d):
+    if rs.driver_runs(d, tc) == "no":
+        floor = rs.compat_floor(major_of(tc))
         need = floor or rs.min_driver(tc)
         yield ctx.finding("driver-torch", "error", f"driver {d} cannot run torch's own CUDA {tc} build",
                           f"torch {ctx.torch_version} ships CUDA {tc} libraries; CUDA {major_of(tc)}.x needs driver "
-                          f">= {floor}, whatever toolkit is installed (torch.cuda.is_available() is False).",
-                          f"install NVIDIA driver >= {need}" if need else None)
+                          f">= {need}, whatever toolkit is installed (torch.cuda.is_available() is False).",
+                          rs.driver_fix(need, d))
     else:
         yield ctx.finding("driver-torch", "ok", f"driver {d} runs torch's CUDA {tc} build")
 
@@ -530,15 +524,19 @@ def driver_toolkit(ctx: Context) -> Findings:
         return
     dcv = rs.driver_cuda_version(d)
     need = rs.min_driver(rel)
-    if major_of(rel) not in rs.compat_majors(d):
-        yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {major_of(rel)}.x code (toolkit {rel})",
-                          f"the {major_of(rel)}.x minor-version-compatibility floor is "
-                          f"{load('drivers.json')['minor_version_compat_min'].get(str(major_of(rel)))}.",
-                          f"install NVIDIA driver >= {need}" if need else None)
-    elif dcv and number_key(major_minor(rel)) > number_key(dcv):
+    runs = rs.driver_runs(d, rel)
+    if runs == "no":
+        floor = rs.compat_floor(major_of(rel))
+        yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {major_minor(rel)} code (toolkit {rel})",
+                          f"CUDA {major_minor(rel)} needs driver >= {need or floor}"
+                          + (f"; the {major_of(rel)}.x minor-version-compatibility floor is {floor}" if floor else "") + ".",
+                          rs.driver_fix(need or floor, d))
+    elif runs == "compat":
         yield ctx.finding("driver", "warn", f"driver {d} supports CUDA {dcv}, toolkit is {rel}",
-                          "SASS runs; PTX from this toolkit fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).",
-                          f"install NVIDIA driver >= {need}" if need else None)
+                          "SASS runs; PTX from this toolkit fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)"
+                          + ("" if need else f"; the {major_minor(rel)} release's minimum driver is not in cudaenv's data, "
+                             "so build SASS for every GPU") + ".",
+                          rs.driver_fix(need, d))
     else:
         yield ctx.finding("driver", "ok", f"driver {d} runs toolkit {rel}")
 

@@ -51,12 +51,15 @@ def arch_window(sm: str) -> list[str]:
 
 
 def _min_driver_by_minor() -> dict[str, str]:
-    """The GA (lowest patch) minimum driver of each minor: a driver that runs X.Y.0 runs X.Y."""
+    """The GA minimum driver of each minor: a driver that runs X.Y.0 runs X.Y. A release
+    candidate is no GA (11.0.1 RC needed 450.36.06, 11.0 GA 450.51.05). 10.x rows too: doctor
+    judges a 10.x toolkit it finds by them."""
     out: dict[str, str] = {}
-    table = load("drivers.json")["toolkit_min_driver"]
+    data = load("drivers.json")
+    table = {**data.get("toolkit_min_driver_before_11", {}), **data["toolkit_min_driver"]}
     for rel in sorted(table, key=number_key):
         d = table[rel]["min_driver"]
-        if d and major_minor(rel) not in out:
+        if d and major_minor(rel) not in out and " RC" not in table[rel].get("label", ""):
             out[major_minor(rel)] = d
     return out
 
@@ -75,6 +78,49 @@ def compat_majors(driver: str) -> list[int]:
     """Majors whose minor-version-compatibility floor this driver meets."""
     floors = load("drivers.json")["minor_version_compat_min"]
     return sorted(int(m) for m, floor in floors.items() if number_key(driver) >= number_key(floor))
+
+
+def compat_floor(major: int) -> str | None:
+    return load("drivers.json")["minor_version_compat_min"].get(str(major))
+
+
+def driver_runs(driver: str, release: str) -> str:
+    """How a driver runs code of a CUDA release: "full" (it meets the release's own minimum:
+    PTX JIT included), "compat" (minor-version compatibility of its major: SASS runs, PTX
+    from the release fails to JIT) or "no". Drivers are backward compatible: 470 runs 10.1."""
+    need = min_driver(release)
+    if need and number_key(driver) >= number_key(need):
+        return "full"
+    return "compat" if major_of(release) in compat_majors(driver) else "no"
+
+
+def driver_fix(need: str | None, driver: str | None) -> str | None:
+    """`install NVIDIA driver >= need`, or None when there is no such number or the driver
+    already meets it (a fix the current state satisfies would loop)."""
+    if not need or (driver and number_key(driver) >= number_key(need)):
+        return None
+    return f"install NVIDIA driver >= {need}"
+
+
+def driver_for_gpu(sm: str) -> tuple[str, str] | None:
+    """(release, driver) a GPU needs: the minimum driver of the first release that targets it.
+    An older driver predates the GPU and does not see it, whatever toolkit is installed."""
+    window = arch_window(sm)
+    need = min_driver(window[0]) if window else None
+    return (window[0], need) if need else None
+
+
+def driver_gpu_findings(gpus, driver: str) -> list[Finding]:
+    """One `driver-gpu` error for the first GPU (sm, name) the driver predates: the rule the
+    resolver and doctor share."""
+    for sm, name in gpus:
+        need = driver_for_gpu(sm)
+        if need and number_key(driver) < number_key(need[1]):
+            return [Finding("error", "driver-gpu", f"driver {driver} predates {name if name == sm else f'{name} ({sm})'}: {sm} GPUs need a driver "
+                            f"of the branch that introduced them, >= {need[1]} (CUDA {need[0]}); an older one does "
+                            "not see the GPU at all, so this is not a PTX question",
+                            driver_fix(need[1], driver), "cudaenv/data/drivers.json, cudaenv/data/arch_support.json")]
+    return []
 
 
 # --- torch builds ------------------------------------------------------------------------------
@@ -334,19 +380,26 @@ def _in_sm_range(sm: str, lo: str | None, hi: str | None) -> bool:
 
 
 def driver_constraint(driver: str) -> Constraint | None:
-    majors = compat_majors(driver)
+    """The releases a driver runs: every one whose own minimum it meets, and every one of a
+    major whose minor-version-compatibility floor it meets. Both grow with the release, so
+    the allowed releases are those up to the newest it runs."""
     floors = load("drivers.json")["minor_version_compat_min"]
-    src = "cudaenv/data/drivers.json (minor-version compatibility floors)"
-    if not majors:
-        return Constraint("driver", f"driver {driver} is below every supported floor ({', '.join(f'{m}.x >= {f}' for m, f in floors.items())})",
+    src = "cudaenv/data/drivers.json (minimum drivers and minor-version compatibility floors)"
+    runs = [r for r in releases() if driver_runs(driver, r) != "no"]
+    majors = compat_majors(driver)
+    newer = [m for m in floors if not majors or int(m) > max(majors)]
+    if not runs:
+        return Constraint("driver", f"driver {driver} is older than every release's minimum ({releases()[0]} needs "
+                          f">= {min_driver(releases()[0])}; {', '.join(f'{m}.x >= {f}' for m, f in floors.items())})",
                           src, impossible=True)
-    top = max(majors)
-    newer = [m for m in floors if int(m) > top]
-    if not newer:
+    if runs[-1] == releases()[-1]:
         return None
-    top_release = max((r for r in releases() if major_of(r) == top), key=number_key)
-    return Constraint("driver", f"driver {driver} runs CUDA {'/'.join(f'{m}.x' for m in majors)} "
-                      f"({newer[0]}.x needs >= {floors[newer[0]]})", src, max=top_release)
+    if majors:
+        reason = f"driver {driver} runs CUDA {'/'.join(f'{m}.x' for m in majors)} ({newer[0]}.x needs >= {floors[newer[0]]})"
+    else:
+        reason = (f"driver {driver} runs CUDA up to {runs[-1]} (its minimum driver); minor-version compatibility "
+                  f"across {newer[0]}.x needs >= {floors[newer[0]]}")
+    return Constraint("driver", reason, src, max=runs[-1])
 
 
 # --- the resolver ------------------------------------------------------------------------------
@@ -368,6 +421,8 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
               "flashinfer": flashinfer, "torch_archs": torch_archs}
     findings: list[Finding] = unknown_arch_findings(archs)
+    if driver:
+        findings += driver_gpu_findings([(a, a) for a in archs], driver)
     unknown_torch = torch_unknown_finding(torch_cuda) if torch_cuda else None
     if unknown_torch:
         findings.append(unknown_torch)
@@ -376,7 +431,7 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs)
     if not candidates:
         if not unknown_torch and not any(f.rule == "unknown-arch" for f in findings):
-            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints))
+            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
     if torch_cuda:
@@ -428,7 +483,7 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
                     fix, source)]
 
 
-def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding:
+def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: str | None = None) -> Finding:
     why = "; ".join(f"{c.reason} [{c.describe()}]" for c in constraints)
     others = [c for c in constraints if c.rule != "torch"]
     fits = [r for r in releases() if all(c.allows(r) for c in others)]
@@ -436,13 +491,12 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
     if torch_cuda and drv and not drv[0].allows(f"{major_of(torch_cuda)}.0"):
         # The driver, not the toolkit, blocks torch's own build: any toolkit of torch's major
         # would leave torch unable to start. Upgrading the driver keeps torch as installed.
-        need = min_driver(torch_cuda) or load("drivers.json")["minor_version_compat_min"].get(str(major_of(torch_cuda)))
+        need = min_driver(torch_cuda) or compat_floor(major_of(torch_cuda))
         msg = f"the driver cannot run torch {torch_variant(torch_cuda)}: {drv[0].reason}"
         way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others))
         if way:
             msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
-        return Finding("error", "impossible", msg, f"install NVIDIA driver >= {need}" if need else None,
-                       "cudaenv/data/drivers.json")
+        return Finding("error", "impossible", msg, driver_fix(need, drv_in), "cudaenv/data/drivers.json")
     if torch_cuda and fits:
         variant = torch_variant(torch_cuda)
         way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
@@ -462,23 +516,32 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
                        + ". Way out: restrict CUDA_VISIBLE_DEVICES to one generation, or build per GPU", None)
     drv = [c for c in constraints if c.rule == "driver"]
     if drv:
-        need = [r for r in releases() if all(c.allows(r) for c in constraints if c.rule != "driver")]
-        if need:
-            d = min_driver(need[0])
-            return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {need[0]} is the lowest "
+        rest = [r for r in releases() if all(c.allows(r) for c in constraints if c.rule != "driver")]
+        if rest:
+            d = min_driver(rest[0])
+            return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {rest[0]} is the lowest "
                            f"release that fits the rest" + (f" and needs driver >= {d}" if d else ""),
-                           f"install NVIDIA driver >= {d}" if d else None)
+                           driver_fix(d, drv_in))
     return Finding("error", "impossible", f"no toolkit release satisfies: {why}", None)
 
 
 def driver_findings(driver, minimum, recommended) -> list[Finding]:
     dcv = driver_cuda_version(driver)
-    if dcv and number_key(recommended) > number_key(dcv):
-        return [Finding("warning", "driver", f"driver {driver} supports CUDA {dcv}; {recommended} is newer: "
-                        "SASS runs, but PTX built by it fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
-                        f"install NVIDIA driver >= {min_driver(recommended) or 'the ' + recommended + ' release driver'}",
-                        "cudaenv/data/drivers.json")]
-    return []
+    if driver_runs(driver, recommended) != "compat":
+        return []
+    need = min_driver(recommended)
+    base = f"driver {driver} supports CUDA {dcv or 'no release fully'}; {recommended} is newer"
+    if need:
+        return [Finding("warning", "driver", f"{base}: SASS runs, but PTX built by it fails to JIT "
+                        "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)", driver_fix(need, driver), "cudaenv/data/drivers.json")]
+    # NVIDIA has not published this release's minimum where cudaenv could read it: say what
+    # is known, and print no placeholder for a fix.
+    floor = compat_floor(major_of(recommended))
+    return [Finding("warning", "driver", f"{base}: it runs through {major_of(recommended)}.x minor-version "
+                    f"compatibility (driver >= {floor}), so SASS runs, but PTX built by {recommended} JITs only on a "
+                    f"driver of the {recommended} release, whose minimum cudaenv's data does not know. Build SASS for "
+                    "every GPU (-gencode arch=compute_XY,code=sm_XY), or install the driver NVIDIA's "
+                    f"{recommended} release notes name", None, "cudaenv/data/drivers.json")]
 
 
 def resolve(probe=None, **probe_args) -> Resolution:

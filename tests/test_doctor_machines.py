@@ -9,6 +9,8 @@ machine must end clean.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fakemachine import Machine, doctor_rounds
@@ -262,3 +264,29 @@ def test_cuda_home_and_cuda_path_disagree(tmp_path):
     first = checks(rounds[0])
     assert first["env-agree"]["status"] == "warn" and first["torch-toolkit"]["status"] == "error"
     ends_clean(rounds)
+
+
+def test_old_toolkit_on_newer_driver_is_fine(tmp_path):
+    """Drivers are backward compatible: 470.82.01 runs a CUDA 10.1 toolkit (10.1 needs >= 418.39),
+    though minor-version compatibility starts at 11.x."""
+    m = Machine(tmp_path, gpus="v100", driver="470.82.01", torch=None)
+    old = m.system_toolkit("10.1.243")
+    env = m.env(path_first=[old / "bin"], CUDA_HOME=str(old))
+    r = m.cli("doctor", "--json", "--python", m.python, env=env)
+    driver = checks_of(r)["driver"]
+    assert driver["status"] == "ok", driver
+    assert "runs toolkit 10.1" in driver["verdict"]
+
+
+def test_driver_predates_gpu_same_rule_as_resolver(tmp_path):
+    """driver-gpu in doctor and the resolver's finding are one rule: RTX 5090-class sm_120 on 550."""
+    m = Machine(tmp_path, driver="550.54.15", torch=None)
+    r = m.cli("doctor", "--json", "--python", m.python)
+    gpu = checks_of(r)["driver-gpu"]
+    assert gpu["status"] == "error" and gpu["fix"] == "install NVIDIA driver >= 570.26"
+    res = json.loads(m.cli("resolve", "--json", "--python", m.python).stdout)
+    assert [f["fix"] for f in res["findings"] if f["rule"] == "driver-gpu"] == ["install NVIDIA driver >= 570.26"]
+
+
+def checks_of(r):
+    return {c["id"]: c for c in json.loads(r.stdout)["checks"]}

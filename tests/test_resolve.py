@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from cudaenv import resolver as rs
+from cudaenv.data import load
+from cudaenv.versions import number_key
 from fakemachine import Machine
 
 # (id, plan kwargs, minimum, recommended, status, text that a finding must contain)
@@ -43,6 +46,19 @@ CASES = [
     ("compile-only-no-gpu", dict(), "11.0", "13.5", "ok", None),
     ("unknown-newer-arch", dict(archs=["sm_130"]), "13.5", "13.5", "error", "sm_130 is unknown"),
     ("unknown-older-arch", dict(archs=["sm_30"]), None, None, "error", "sm_30 is unknown"),
+    # A driver older than the GPU's branch does not see the GPU: an error, not "SASS runs".
+    ("driver-predates-blackwell", dict(archs=["sm_120"], driver="550.54.15"), "12.8", "12.9", "error",
+     "install NVIDIA driver >= 570.26"),
+    ("driver-predates-ada-torch118", dict(archs=["sm_89"], torch_cuda="11.8", driver="470.82.01"), "11.8", "11.8",
+     "error", "predates sm_89"),
+    # 450.51.06 is exactly the 11.0 Update 1 minimum: 11.0 runs in full.
+    ("driver-11.0-update1", dict(archs=["sm_80"], driver="450.51.06"), "11.0", "11.0", "ok", None),
+    # The 11.0 RC driver runs nothing released: the fix is the 11.0 GA driver, newer than it.
+    ("driver-11.0-rc", dict(archs=["sm_80"], driver="450.36.06"), None, None, "error",
+     "install NVIDIA driver >= 450.51.05"),
+    # No published minimum for 13.4: what is known, and no placeholder fix.
+    ("torch134-driver580-unknown-minimum", dict(archs=["sm_90"], torch_cuda="13.4", driver="580.65.06"), "13.0", "13.4",
+     "warn", "13.x minor-version compatibility (driver >= 580.65.06)"),
 ]
 
 
@@ -188,3 +204,58 @@ def test_torch_gate_applies_the_installed_torch_only_to_its_own_build(tmp_path):
     assert rs.resolve(own).inputs["torch_version"] == "2.9.0+cu130"
     assert rs.resolve(other).inputs["torch_version"] is None
     assert diagnostics.Context.of(other, env).resolution == rs.resolve(other)
+
+
+def _driver_fixes(r):
+    return [f for f in r.findings if f.fix and f.fix.startswith("install NVIDIA driver")]
+
+
+def _every_driver():
+    t = load("drivers.json")
+    rows = {**t["toolkit_min_driver_before_11"], **t["toolkit_min_driver"]}
+    return sorted({row["min_driver"] for row in rows.values() if row["min_driver"]} | {"418.39", "470.82.01", "535.230.02"},
+                  key=number_key)
+
+
+@pytest.mark.parametrize("archs,torch_cuda", [(["sm_80"], None), (["sm_120"], None), (["sm_89"], "11.8"),
+                                              (["sm_90"], "12.8"), (["sm_120"], "13.0"), (["sm_90"], "13.4"), ([], None)])
+def test_driver_fixes_are_newer_and_do_not_come_back(archs, torch_cuda):
+    """Every driver of NVIDIA's table: a printed driver fix names a driver newer than the one
+    there, is never a placeholder, and with that driver installed the finding is gone."""
+    for driver in _every_driver():
+        r = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=driver)
+        for f in r.findings:
+            assert "release driver" not in (f.fix or ""), f
+        for f in _driver_fixes(r):
+            need = f.fix.split(">= ")[1]
+            assert number_key(need) > number_key(driver), (driver, f)
+            again = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=need)
+            assert f.rule not in {g.rule for g in _driver_fixes(again) if g.fix == f.fix}, (driver, f, again.findings)
+
+
+def test_driver_floors_match_nvidia_release_notes():
+    """cudaenv's minimum drivers against NVIDIA's release-notes table (Linux x86_64), vendored
+    in scripts/data/drivers_release_notes.json; a minor's minimum is its GA row, never the RC."""
+    notes = json.loads((Path(__file__).resolve().parent.parent / "scripts" / "data"
+                        / "drivers_release_notes.json").read_text())
+    table = notes["toolkit_driver_linux_x86_64"]
+    ours = load("drivers.json")["toolkit_min_driver"]
+    for release, row in table.items():
+        if release in ours and row["min_driver"]:
+            assert ours[release]["min_driver"] == row["min_driver"], release
+    assert load("drivers.json")["minor_version_compat_min"] == notes["minor_version_compat_min"]
+    for minor in {".".join(r.split(".")[:2]) for r in table}:
+        ga = [r for r in sorted(table, key=number_key) if r.startswith(minor + ".") and table[r]["min_driver"]
+              and " RC" not in table[r]["label"]]
+        if ga:
+            assert rs.min_driver(minor) == table[ga[0]]["min_driver"], minor
+    assert rs.min_driver("11.0") == "450.51.05" and rs.min_driver("10.1") == "418.39"
+
+
+@pytest.mark.parametrize("driver,release,runs", [
+    ("470.82.01", "10.1", "full"),  # drivers are backward compatible
+    ("450.51.06", "11.0", "full"), ("450.51.06", "11.1", "no"), ("450.80.02", "11.8", "compat"),
+    ("580.65.06", "13.4", "compat"), ("580.65.06", "13.0", "full"), ("575.57.08", "13.0", "no"),
+])
+def test_driver_runs(driver, release, runs):
+    assert rs.driver_runs(driver, release) == runs
