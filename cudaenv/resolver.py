@@ -203,8 +203,26 @@ def torch_accepts(release: str, torch_cuda: str) -> str:
     return "ok" if major_minor(release) == major_minor(torch_cuda) else "minor"
 
 
-def torch_fix(torch_minor: str, variant: str) -> str:
-    return f"pip install 'torch=={torch_minor}.*' --index-url {TORCH_INDEX.format(variant=variant)}"
+def torch_wheel_version(torch_minor: str, variant: str, installed: str | None = None) -> str:
+    """The exact version to ask for: `2.9.1+cu128`. pip and uv keep an installed torch that
+    satisfies the requirement, and 2.9.0+cu130 satisfies `torch==2.9.*`: only a local version
+    that names the build makes them replace it. The installed torch's own release when it is
+    of that minor (every release of a minor ships every build of it), else the newest release
+    of the minor that a wheel was read for."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        public = Version(installed).public if installed else None
+    except InvalidVersion:
+        public = None
+    if not public or major_minor(public) != torch_minor:
+        public = load("torch_builds.json").get("newest_release", {}).get(torch_minor, f"{torch_minor}.0")
+    return f"{public}+{variant}"
+
+
+def torch_fix(torch_minor: str, variant: str, installed: str | None = None) -> str:
+    return (f"pip install 'torch=={torch_wheel_version(torch_minor, variant, installed)}' "
+            f"--index-url {TORCH_INDEX.format(variant=variant)}")
 
 
 # --- the result --------------------------------------------------------------------------------
@@ -476,7 +494,7 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
     way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
     fix = None
     if way:
-        fix = f"{torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
+        fix = f"{torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
     return [Finding("error", "torch-arch",
                     f"{label} lacks {', '.join(missing)}: its own kernels cover {', '.join(build['sm'])}"
                     + (f" (+PTX {build['ptx']})" if build.get("ptx") else ""),
@@ -495,7 +513,7 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
         msg = f"the driver cannot run torch {torch_variant(torch_cuda)}: {drv[0].reason}"
         way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others))
         if way:
-            msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
+            msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
         return Finding("error", "impossible", msg, driver_fix(need, drv_in), "cudaenv/data/drivers.json")
     if torch_cuda and fits:
         variant = torch_variant(torch_cuda)
@@ -506,7 +524,7 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
             tk = variant_release(way[1])
             tk = tk if tk in fits else next((r for r in fits if number_key(r) >= number_key(tk)), fits[-1])
             return Finding("error", "impossible", msg + f". Way out: use torch {way[0]}+{way[1]} and toolkit {tk}",
-                           f"{torch_fix(*way)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
+                           f"{torch_fix(*way, torch_version)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
         return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}",
                        switch_fix(fits[-1]))
     windows = [c for c in constraints if c.rule == "gpu-arch"]

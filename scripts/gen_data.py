@@ -412,6 +412,14 @@ def torch_builds_data(table: dict, facts: dict) -> dict:
         out["builds"].setdefault(minor, {})[variant] = _wheel_build(minor, variant, rs)
         out["pypi_default"][minor] = variant
     out["pypi_default"] = dict(sorted(out["pypi_default"].items(), key=lambda kv: _key(kv[0])))
+    # The newest release of each minor a wheel was read for: the exact version a torch fix asks
+    # for (pip keeps an installed 2.9.0+cu130 for `torch==2.9.*`, so fixes name `2.9.1+cu128`).
+    newest: dict[str, str] = dict(out.get("newest_release", {}))
+    for version in facts["wheels"]:
+        have = newest.get(_minor(version))
+        if have is None or _key(version) > _key(have):
+            newest[_minor(version)] = version
+    out["newest_release"] = dict(sorted(newest.items(), key=lambda kv: _key(kv[0])))
     # A PTX target that no wheel showed, where every wheel read of that variant has none (as
     # pytorch/pytorch#172352's "12.0+PTX" for cu130): not taken; the SASS list stays, unverified.
     read_ptx = {(m, v): any(r["ptx"] for r in rs) for (m, v), rs in reads.items()}
@@ -460,6 +468,7 @@ def torch_builds(args) -> int:
         changed += [f"pypi_default {m}: has {have['pypi_default'].get(m)}, the facts make {v}"
                     for m, v in want["pypi_default"].items() if have["pypi_default"].get(m) != v]
         changed += ["_sources differ"] if have["_sources"] != want["_sources"] else []
+        changed += ["newest_release differs"] if have.get("newest_release") != want["newest_release"] else []
         for item in changed:
             print(f"MISMATCH torch_builds.json {item}")
         return 1 if changed else 0

@@ -271,16 +271,22 @@ def _fake_main(argv: list[str]) -> int:
     if tool == "cudaenv":
         return subprocess.run([sys.executable, "-m", "cudaenv", *args]).returncode
     if tool == "pip" and args[:1] == ["install"]:
+        # Fixes name the exact build (`torch==2.9.1+cu128`): tests/test_torch_fixes.py checks
+        # with the real pip that such a line replaces the installed build; here it swaps the fake.
         spec = next(a for a in args if a.startswith("torch=="))
-        minor = spec.split("==")[1].rstrip(".*")
+        version = spec.split("==")[1]
         variant = args[args.index("--index-url") + 1].rstrip("/").rsplit("/", 1)[1]
+        if not version.endswith("+" + variant):
+            print(f"fake pip: {spec} names no {variant} build; the real pip would keep the installed torch",
+                  file=sys.stderr)
+            return 9
         site = Path(machine["site"])
         for d in site.glob("torch-*.dist-info"):
             shutil.rmtree(d)
         fake = Machine.__new__(Machine)
         fake.site = site
-        fake.install_torch(f"{minor}.0+{variant}")
-        print(f"installed torch {minor}.0+{variant}")
+        fake.install_torch(version)
+        print(f"installed torch {version}")
         return 0
     print(f"fake {tool}: unsupported {args}", file=sys.stderr)
     return 9

@@ -229,7 +229,8 @@ def test_mixed_h100_and_rtx5090(tmp_path):
     rounds = doctor_rounds(m, m.env(path_first=[tk / "bin"]))
     first = checks(rounds[0])
     assert first["torch-arch"]["status"] == "error"
-    assert "pip install 'torch==2.8.*' --index-url https://download.pytorch.org/whl/cu128" in rounds[0].fix
+    # The exact build: pip keeps an installed torch that satisfies `torch==2.8.*` (2.8.0+cu126 does).
+    assert "pip install 'torch==2.8.0+cu128' --index-url https://download.pytorch.org/whl/cu128" in rounds[0].fix
     ends_clean(rounds)
 
 
@@ -250,7 +251,7 @@ def test_v100_with_torch_cu130(tmp_path):
     (m.proj / ".cuda-version").write_text("13.0\n")
     rounds = doctor_rounds(m, m.env(), hook=True)
     fix = rounds[0].fix
-    assert "pip install 'torch==2.9.*' --index-url https://download.pytorch.org/whl/cu128" in fix
+    assert "pip install 'torch==2.9.0+cu128' --index-url https://download.pytorch.org/whl/cu128" in fix
     assert "cudaenv local 12.8" in fix
     ends_clean(rounds)
 
