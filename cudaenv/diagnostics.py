@@ -294,7 +294,7 @@ def consumers_find(ctx: Context) -> Findings:
             continue
         if l.via == "nvcc on PATH" and _real(l.path) == _real(_store_root(ctx.env)):
             continue  # the store root as CUDA_HOME: the store-root check judges it
-        apply = ctx.hook if not ctx.hook_active else f"export CUDA_HOME={ctx.selected_root}"
+        apply = ctx.hook if not ctx.hook_active else _point_at(l.consumer, l.via, ctx.selected_root)
         if l.path is None:
             yield ctx.finding(f"{l.consumer}-finds", "warn", f"{l.consumer} would find no toolkit",
                               f"it looks at {', '.join(load('consumers.json')[_data_key(l.consumer)]['lookup'])}.", apply)
@@ -305,6 +305,17 @@ def consumers_find(ctx: Context) -> Findings:
                               "(or `cudaenv exec -- <command>`).", apply)
         else:
             yield ctx.finding(f"{l.consumer}-finds", "ok", f"{l.consumer} finds the selected toolkit ({l.release}, via {l.via})")
+
+
+def _point_at(consumer: str, via: str, root: str) -> str:
+    """The export that makes a consumer take `root`: the variable it read first. CMake reads
+    CUDACXX before anything else and never CUDA_HOME, so exporting CUDA_HOME would leave it
+    where it was."""
+    if via == "CUDACXX" or (consumer == "cmake" and via not in ("CUDAToolkit_ROOT", "CUDA_PATH")):
+        return f"export CUDACXX={root}/bin/nvcc"
+    if via in ("CUDAToolkit_ROOT", "CUDA_PATH"):
+        return f"export {via}={root}"
+    return f"export CUDA_HOME={root}"
 
 
 def store_root(ctx: Context) -> Findings:
@@ -379,6 +390,10 @@ def torch_toolkit(ctx: Context) -> Findings:
     if accepts == "major":
         yield ctx.finding("torch-toolkit", "error", f"torch is built with CUDA {tc} but its toolkit is {rel} (major mismatch)",
                           f"{ctx.in_use} via {ctx.in_use_via}; building an extension raises: \"{text}\"", ctx.toolkit_fix())
+    elif accepts == "minor" and not rs.installable(tc) and major_minor(rel) == ctx.recommended:
+        # Nothing installs torch's own minor: the nearest release of its major is the best there is.
+        yield ctx.finding("torch-toolkit", "ok", f"torch is built with CUDA {tc}, its toolkit is {rel}: no source offers "
+                          f"{major_minor(tc)}, and cpp_extension only warns for another minor")
     elif accepts == "minor":
         yield ctx.finding("torch-toolkit", "warn", f"torch is built with CUDA {tc}, its toolkit is {rel} (minor differs)",
                           "cpp_extension only warns; binaries usually work, but matching avoids surprises.", ctx.toolkit_fix())

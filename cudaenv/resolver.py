@@ -452,15 +452,18 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
             findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
+    # Recommend a release some source installs (redist starts at 11.4): a fix naming 11.3
+    # would fail, and another minor of torch's major only warns.
+    pool = [r for r in candidates if installable(r)] or candidates
     if torch_cuda:
-        above = [r for r in candidates if number_key(r) >= number_key(torch_cuda)]
-        recommended = above[0] if above else candidates[-1]
+        above = [r for r in pool if number_key(r) >= number_key(torch_cuda)]
+        recommended = above[0] if above else pool[-1]
     else:
-        recommended = candidates[-1]
+        recommended = pool[-1]
         # A driver runs every release up to its own CUDA version fully (PTX JIT included):
         # prefer the newest of those over a newer one that would only half work.
         dcv = driver_cuda_version(driver) if driver else None
-        full = [r for r in candidates if dcv and number_key(r) <= number_key(dcv)]
+        full = [r for r in pool if dcv and number_key(r) <= number_key(dcv)]
         if full:
             recommended = full[-1]
     if driver:
@@ -470,6 +473,16 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
                                 f"{recommended}: a different minor only warns when building extensions",
                                 None, "torch/utils/cpp_extension.py _check_cuda_version"))
     return Resolution(minimum, recommended, candidates, constraints, findings, inputs)
+
+
+def installable(release: str) -> bool:
+    """Some source cudaenv knows offers this minor: a pinned redist manifest (11.4.2 on), or
+    PyPI's cuda-toolkit (13.0 on, whose nvcc nvcc_releases.json lists)."""
+    minor = major_minor(release)
+    pinned = {major_minor(r) for r in load("redist_pins.json")["manifests"]}
+    nvcc = load("nvcc_releases.json")
+    known = set(nvcc["nvcc_to_release"].values()) | {r for rs in nvcc["nvcc_in_several_releases"].values() for r in rs}
+    return minor in pinned or (major_of(minor) >= 13 and any(major_minor(r) == minor for r in known))
 
 
 def switch_fix(release: str) -> str:

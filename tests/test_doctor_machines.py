@@ -291,3 +291,30 @@ def test_driver_predates_gpu_same_rule_as_resolver(tmp_path):
 
 def checks_of(r):
     return {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+
+
+def test_cudacxx_elsewhere_with_hook(tmp_path):
+    """CUDACXX at a 12.4 nvcc, 12.8 selected, hook active: CMake reads CUDACXX first, so the fix
+    must change CUDACXX (exporting CUDA_HOME leaves CMake on 12.4 and loops)."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    m.managed_toolkit("12.8.1")
+    other = m.system_toolkit("12.4.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    # Set after the hook applied the selection (a later line of ~/.bashrc, a module load).
+    rounds = doctor_rounds(m, m.env(), hook=True, setup=[f"export CUDACXX={other}/bin/nvcc"])
+    first = checks(rounds[0])
+    assert first["cmake-finds"]["status"] == "warn"
+    assert "CUDACXX" in first["cmake-finds"]["fix"]
+    ends_clean(rounds)
+
+
+def test_fix_names_a_release_a_source_offers(tmp_path):
+    """torch 1.10.2+cu113 with nvcc 10.1: no source offers 11.3 (redist starts at 11.4.2, PyPI's
+    toolkit at 13.0); another 11.x minor satisfies torch (it only warns)."""
+    m = Machine(tmp_path, gpus="v100", torch="1.10.2+cu113")
+    old = m.system_toolkit("10.1.243")
+    rounds = doctor_rounds(m, m.env(path_first=[old / "bin"]))
+    assert checks(rounds[0])["torch-toolkit"]["status"] == "error"
+    assert rounds[0].fix.startswith("cudaenv install 11.4 && cudaenv local 11.4"), rounds[0].fix
+    assert "no source offers 11.3" in checks(rounds[-1])["torch-toolkit"]["verdict"]
+    ends_clean(rounds)

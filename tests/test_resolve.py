@@ -56,6 +56,9 @@ CASES = [
     # The 11.0 RC driver runs nothing released: the fix is the 11.0 GA driver, newer than it.
     ("driver-11.0-rc", dict(archs=["sm_80"], driver="450.36.06"), None, None, "error",
      "install NVIDIA driver >= 450.51.05"),
+    # No source offers 11.3 (redist starts at 11.4.2): the nearest installable minor of torch's major.
+    ("torch113-not-installable", dict(archs=["sm_75"], torch_cuda="11.3"), "11.0", "11.4", "warn",
+     "a different minor only warns"),
     # No published minimum for 13.4: what is known, and no placeholder fix.
     ("torch134-driver580-unknown-minimum", dict(archs=["sm_90"], torch_cuda="13.4", driver="580.65.06"), "13.0", "13.4",
      "warn", "13.x minor-version compatibility (driver >= 580.65.06)"),
