@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -128,7 +129,67 @@ class Context:
 
     @property
     def recommended(self) -> str | None:
-        return self.resolution.recommended
+        """The release to use: the project's own pin when it satisfies every rule (in the
+        resolver's candidates, and without the torch-minor or PTX warnings the resolver's
+        choice avoids), else the resolver's. A fix never replaces a working pin with the newest."""
+        r, pin = self.resolution.recommended, self.pin
+        if not r or not pin or pin[0] == r or pin[0] not in self.resolution.candidates:
+            return r
+        tc, d = self.probe.torch_cuda, self.probe.driver
+        if tc and rs.torch_accepts(pin[0], tc) != "ok":
+            return r
+        if d and rs.driver_runs(d, pin[0]) != "full":
+            return r
+        return pin[0]
+
+    @cached_property
+    def pin(self) -> tuple[str, str, bool] | None:
+        """(release minor, file, unreadable) of the version file that selects here, when it names
+        a release: an unreadable one too if it only carries a UTF-8 BOM (Windows editors write one)."""
+        from pathlib import Path
+
+        from . import selection, versionfile
+
+        sel = self.probe.selection
+        if sel and sel.source not in ("default", versionfile.ENV_VAR) and re.fullmatch(r"\d+\.\d+(\.\d+)?", sel.version):
+            return major_minor(sel.version), sel.source, False
+        if not self.probe.selection_error or self.env.get(versionfile.ENV_VAR, "").strip(" \t"):
+            return None
+        try:
+            found = selection.find_version_file(selection.current_dir(self.env))
+            if found is None or found.name != versionfile.VERSION_FILE:
+                return None
+            data = versionfile.read_bytes(found)
+            if not data.startswith(b"\xef\xbb\xbf"):
+                return None
+            spec, _ = versionfile.parse_version_text(data[3:], str(found))
+        except (OSError, versionfile.SelectionError):
+            return None
+        text = spec.text
+        return (major_minor(text), str(Path(found)), True) if re.fullmatch(r"\d+\.\d+(\.\d+)?", text) else None
+
+    def local_step(self, release: str) -> str:
+        """`cudaenv local X`, run where the selecting .cuda-version is (a project's root, not
+        the subdirectory doctor runs in); `env -C` works from every shell."""
+        from . import selection, versionfile
+
+        pin = self.pin
+        if pin and os.path.basename(pin[1]) == versionfile.VERSION_FILE:
+            d = os.path.dirname(pin[1])
+            try:
+                here = str(selection.current_dir(self.env))
+            except versionfile.SelectionError:
+                here = None
+            if here is None or _real(d) != _real(here):
+                return f"env -C {shlex.quote(d)} cudaenv local {release}"
+        return f"cudaenv local {release}"
+
+    @property
+    def doctor_fix(self) -> str:
+        """`cudaenv doctor --fix --yes --quiet`, judging the same Python as this run."""
+        py = self.probe.python
+        return "cudaenv doctor --fix --yes --quiet" + (
+            f" --python {shlex.quote(py.executable)}" if py and py.source == "--python" else "")
 
     @property
     def selected_root(self) -> str | None:
@@ -188,7 +249,7 @@ class Context:
         if not self.selection_serves(r):
             if not self.installed(r):
                 steps.append(f"cudaenv install {r}")
-            steps.append(f"cudaenv local {r}")
+            steps.append(self.local_step(r))
         elif _real(self.in_use) == _real(self.selected_root):
             return None
         elif not self.is_managed(self.selected_root):
@@ -218,7 +279,7 @@ class Context:
             return None
         if self.selection_serves(r) and _real(self.selected_root) != _real(self.in_use):
             return self.toolkit_fix()
-        steps = ([] if self.installed(r) else [f"cudaenv install {r}"]) + [f"cudaenv local {r}"]
+        steps = ([] if self.installed(r) else [f"cudaenv install {r}"]) + [self.local_step(r)]
         return " && ".join(steps)
 
     def finding(self, id: str, status: str, verdict: str, explanation: str = "", fix: str | None = None) -> Check:
@@ -565,11 +626,11 @@ def jit_caches(ctx: Context) -> Findings:
         # Switching toolkits makes these stale: say so now, not on the run after the switch.
         yield ctx.finding("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
                           f"{old} must be cleared after switching to {ctx.recommended}",
-                          "; ".join(e.path for e in doomed[:3]), "cudaenv doctor --fix --yes --quiet  # after switching")
+                          "; ".join(e.path for e in doomed[:3]), f"{ctx.doctor_fix}  # after switching")
     elif stale:
         kinds = sorted({e.kind for e in stale})
         yield ctx.finding("jit-caches", "warn", f"{len(stale)} stale JIT cache entr{'y' if len(stale) == 1 else 'ies'} ({', '.join(kinds)})",
-                          "; ".join(f"{e.path}: {e.reason}" for e in stale[:3]), "cudaenv doctor --fix --yes --quiet")
+                          "; ".join(f"{e.path}: {e.reason}" for e in stale[:3]), ctx.doctor_fix)
     else:
         yield ctx.finding("jit-caches", "ok", f"no stale JIT caches ({len(entries)} entries checked)")
 

@@ -571,6 +571,10 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         driver = check_driver(driver)
     gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
     py = python_env(python, env)
+    if python and py and py.error:
+        # A Python named on the command line that does not run is a mistake, not "no torch".
+        raise ProbeInputError(f"invalid --python {python!r}: {py.error.split(': ', 1)[1]}; allowed is the path of a "
+                              "Python interpreter that runs")
     sel, sel_err = current_selection(env, cwd)
     lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel.root if sel else None)]
     tl = triton_lookup(env, py)

@@ -42,7 +42,8 @@ def test_seed(tmp_path):
     assert first["torch-toolkit"]["status"] == "error" and first["flashinfer-sm12"]["status"] == "error"
     # The first run already says the 12.8-built caches go after the switch, with the command.
     assert "built by 12.8 must be cleared after switching to 13.0" in first["jit-caches"]["verdict"]
-    assert rounds[0].fix == f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && cudaenv doctor --fix --yes --quiet"
+    assert rounds[0].fix == (f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && "
+                             f"cudaenv doctor --fix --yes --quiet --python {m.python}")
     assert len(rounds) == 2
     ends_clean(rounds)
     assert not cache.exists()
@@ -145,7 +146,7 @@ def test_stale_jit_caches(tmp_path):
     te = m.torch_ext_cache(m.cuda128)
     rounds = doctor_rounds(m, m.env(), hook=True)
     assert checks(rounds[0])["jit-caches"]["status"] == "warn"
-    assert rounds[0].fix == "cudaenv doctor --fix --yes --quiet"
+    assert rounds[0].fix == f"cudaenv doctor --fix --yes --quiet --python {m.python}"
     ends_clean(rounds)
     assert not fi.exists() and not te.exists()
 
@@ -318,3 +319,44 @@ def test_fix_names_a_release_a_source_offers(tmp_path):
     assert rounds[0].fix.startswith("cudaenv install 11.4 && cudaenv local 11.4"), rounds[0].fix
     assert "no source offers 11.3" in checks(rounds[-1])["torch-toolkit"]["verdict"]
     ends_clean(rounds)
+
+
+@pytest.mark.parametrize("driver", ["580.65.06", "610.43.02"])
+def test_bom_prefixed_pin_is_repaired_not_replaced(tmp_path, driver):
+    """A .cuda-version saved with a UTF-8 BOM (Windows editors) for the installed 13.0: the fix
+    rewrites the pin as 13.0, where the file is (the project root, not the subdirectory doctor
+    runs in), and never replaces a working pin with the newest release."""
+    m = Machine(tmp_path, torch=None, driver=driver)
+    m.managed_toolkit("13.0.2")
+    pin = m.proj / ".cuda-version"
+    pin.write_bytes(b"\xef\xbb\xbf13.0\n")
+    m.proj = m.proj / "src"
+    m.proj.mkdir()
+    rounds = doctor_rounds(m, m.env())
+    first = checks(rounds[0])
+    assert first["selected-toolkit"]["status"] == "error"
+    assert rounds[0].fix.startswith(f"env -C {pin.parent} cudaenv local 13.0"), rounds[0].fix
+    assert pin.read_bytes() == b"13.0\n" and not (m.proj / ".cuda-version").exists()
+    ends_clean(rounds)
+
+
+@pytest.mark.parametrize("bad", ["/nonexistent"])
+def test_broken_cuda_home_keeps_the_project_pin(tmp_path, bad):
+    """CUDA_HOME=/nonexistent in a directory pinned to 13.0 (installed): drop the variable, keep 13.0."""
+    m = Machine(tmp_path, torch=None, driver="610.43.02")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(CUDA_HOME=bad))
+    assert checks(rounds[0])["cuda-home"]["status"] == "error"
+    assert "13.3" not in rounds[0].fix and "cudaenv local" not in rounds[0].fix, rounds[0].fix
+    ends_clean(rounds)
+
+
+def test_pasted_doctor_fix_keeps_python(tmp_path):
+    """The cache-clearing fix re-runs doctor: with --python it must judge the same Python."""
+    m = seed(tmp_path)
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    m.flashinfer_cache(m.cuda128)
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env())
+    assert checks_of(r)["jit-caches"]["fix"] == f"cudaenv doctor --fix --yes --quiet --python {m.python}"

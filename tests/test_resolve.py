@@ -125,6 +125,9 @@ def test_cli_json_and_exit_codes(tmp_path):
     (["--driver", "580;rm -rf /"], "--driver"),
     (["--torch-cuda", "12.7"], "no CUDA 12.7 toolkit and no torch cu127"),
     (["--flashinfer", "latest"], "--flashinfer 'latest'"),
+    # A mistyped --python is no "no torch here": it names the path.
+    (["--python", "/nonexistent/bin/python"], "--python '/nonexistent/bin/python'"),
+    (["--python", "/dev/null"], "--python '/dev/null'"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, needle):
     m = Machine(tmp_path, gpus=None, torch=None)
