@@ -193,12 +193,32 @@ def as_cuobjdump_lists(entries: list[tuple[str, str]]) -> collections.Counter:
     return collections.Counter((k, a[:-1] if k == "elf" and a.endswith("f") else a) for k, a in entries)
 
 
-def fetch_cuobjdump(dest: Path) -> Path:
-    """cuobjdump out of NVIDIA's nvidia-cuda-cuobjdump wheel on PyPI (sha256 checked)."""
-    meta = json.loads(_get(PYPI_JSON.format(name="nvidia-cuda-cuobjdump")))
-    wheel = next(f for f in meta["urls"] if f["filename"].endswith("manylinux_2_17_x86_64.whl"))
-    path = download(urllib.parse.urljoin(PYPI_JSON.format(name="nvidia-cuda-cuobjdump"), wheel["url"]),
-                    dest / wheel["filename"], wheel["digests"]["sha256"])
+# One cuobjdump, pinned: the newest on PyPI would change what the cross-check (and its test)
+# sees whenever NVIDIA publishes another. The digests are PyPI's for these two wheels.
+CUOBJDUMP_VERSION = "13.5.37"
+CUOBJDUMP_SHA256 = {
+    "x86_64": "38780fee50863252a0b8926357faa91615ca1c8346490563f33a06100cd73f58",
+    "aarch64": "f48e3148535365161a268547b285fd01d92c80e4b457275375933825b5fc26b2",
+}
+
+
+def fetch_cuobjdump(dest: Path, machine: str | None = None) -> Path:
+    """cuobjdump out of NVIDIA's nvidia-cuda-cuobjdump==CUOBJDUMP_VERSION wheel on PyPI for this
+    machine (x86_64 or aarch64), checked against the pinned sha256."""
+    import platform
+
+    machine = machine or platform.machine()
+    if machine not in CUOBJDUMP_SHA256:
+        raise SystemExit(f"no pinned cuobjdump for {machine}; allowed: {', '.join(CUOBJDUMP_SHA256)}")
+    url = PYPI_JSON.format(name="nvidia-cuda-cuobjdump")
+    files = json.loads(_get(url))["releases"].get(CUOBJDUMP_VERSION) or []
+    wheel = next((f for f in files if f["filename"].endswith(f"manylinux_2_17_{machine}.whl")), None)
+    if wheel is None:
+        raise SystemExit(f"nvidia-cuda-cuobjdump {CUOBJDUMP_VERSION}: no manylinux {machine} wheel on {url}")
+    if wheel["digests"]["sha256"] != CUOBJDUMP_SHA256[machine]:
+        raise SystemExit(f"{wheel['filename']}: PyPI's sha256 {wheel['digests']['sha256']} is not the pinned "
+                         f"{CUOBJDUMP_SHA256[machine]}")
+    path = download(urllib.parse.urljoin(url, wheel["url"]), dest / wheel["filename"], CUOBJDUMP_SHA256[machine])
     with zipfile.ZipFile(path) as z:
         member = next(n for n in z.namelist() if n.endswith("/bin/cuobjdump"))
         tool = dest / "cuobjdump"  # a fixed name: no path from the archive is used
