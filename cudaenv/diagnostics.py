@@ -138,7 +138,7 @@ class Context:
         tc, d = self.probe.torch_cuda, self.probe.driver
         if tc and rs.torch_accepts(pin[0], tc) != "ok":
             return r
-        if d and rs.driver_runs(d, pin[0]) != "full":
+        if d and rs.driver_runs(d, pin[0], self.tegra) != "full":
             return r
         return pin[0]
 
@@ -190,6 +190,10 @@ class Context:
         py = self.probe.python
         return "cudaenv doctor --fix --yes --quiet" + (
             f" --python {shlex.quote(py.executable)}" if py and py.source == "--python" else "")
+
+    @property
+    def tegra(self) -> bool:
+        return bool(self.probe.tegra)
 
     @property
     def selected_root(self) -> str | None:
@@ -572,7 +576,7 @@ def driver_gpu(ctx: Context) -> Findings:
     d = ctx.probe.driver
     if not d:
         return
-    for f in rs.driver_gpu_findings([(g.sm, g.name) for g in ctx.probe.gpus], d):
+    for f in rs.driver_gpu_findings([(g.sm, g.name) for g in ctx.probe.gpus], d, ctx.tegra):
         verdict, explanation = f.message.split(": ", 1)
         yield ctx.finding("driver-gpu", "error", verdict, explanation[0].upper() + explanation[1:] + ".", f.fix)
 
@@ -582,13 +586,13 @@ def driver_torch(ctx: Context) -> Findings:
     d, tc = ctx.probe.driver, ctx.probe.torch_cuda
     if not d or not tc or not ctx.torch_version:
         return
-    if rs.driver_runs(d, tc) == "no":
+    if rs.driver_runs(d, tc, ctx.tegra) == "no":
         floor = rs.compat_floor(major_of(tc))
         need = floor or rs.min_driver(tc)
         yield ctx.finding("driver-torch", "error", f"driver {d} cannot run torch's own CUDA {tc} build",
                           f"torch {ctx.torch_version} ships CUDA {tc} libraries; CUDA {major_of(tc)}.x needs driver "
                           f">= {need}, whatever toolkit is installed (torch.cuda.is_available() is False).",
-                          rs.driver_fix(need, d))
+                          rs.driver_fix(need, d, ctx.tegra))
     else:
         yield ctx.finding("driver-torch", "ok", f"driver {d} runs torch's CUDA {tc} build")
 
@@ -598,21 +602,21 @@ def driver_toolkit(ctx: Context) -> Findings:
     d, rel = ctx.probe.driver, ctx.in_use_release
     if not d or not rel:
         return
-    dcv = rs.driver_cuda_version(d)
+    dcv = rs.driver_cuda_version(d, ctx.tegra)
     need = rs.min_driver(rel)
-    runs = rs.driver_runs(d, rel)
+    runs = rs.driver_runs(d, rel, ctx.tegra)
     if runs == "no":
         floor = rs.compat_floor(major_of(rel))
         yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {major_minor(rel)} code (toolkit {rel})",
                           f"CUDA {major_minor(rel)} needs driver >= {need or floor}"
                           + (f"; the {major_of(rel)}.x minor-version-compatibility floor is {floor}" if floor else "") + ".",
-                          rs.driver_fix(need or floor, d))
+                          rs.driver_fix(need or floor, d, ctx.tegra))
     elif runs == "compat":
         yield ctx.finding("driver", "warn", f"driver {d} supports CUDA {dcv}, toolkit is {rel}",
                           "SASS runs; PTX from this toolkit fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)"
                           + ("" if need else f"; the {major_minor(rel)} release's minimum driver is not in cudaenv's data, "
                              "so build SASS for every GPU") + ".",
-                          rs.driver_fix(need, d))
+                          rs.driver_fix(need, d, ctx.tegra))
     else:
         yield ctx.finding("driver", "ok", f"driver {d} runs toolkit {rel}")
 

@@ -129,6 +129,7 @@ class Probe:
     notes: list[str] = field(default_factory=list)
     flashinfer: str | None = None  # the installed FlashInfer's version, or --flashinfer's
     gpu_tried: list[str] = field(default_factory=list)  # how GPUs were looked for, when none was found
+    tegra: str | None = None  # a Jetson's L4T release line (/etc/nv_tegra_release), or why it is one
 
     @property
     def archs(self) -> list[str]:
@@ -293,6 +294,25 @@ def proc_driver_version(env) -> str | None:
         return None
     m = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
     return m.group(1) if m else None
+
+
+# Jetson boards (L4T / JetPack) write their BSP release here; the GPU names say it too.
+TEGRA_RELEASE_ENV = "CUDAENV_TEGRA_RELEASE"
+_TEGRA_GPU_RE = re.compile(r"\b(Thor|Orin|Xavier|Tegra)\b")
+
+
+def tegra_release(env, gpus) -> str | None:
+    """The L4T release line of a Jetson (Tegra) machine, or None on any other machine. Its driver
+    ships with JetPack and is numbered by branch only (580.00 on Thor)."""
+    path = env.get(TEGRA_RELEASE_ENV, "/etc/nv_tegra_release")
+    try:
+        line = store.read_head(path, 4096).strip().splitlines()
+        if line:
+            return line[0].lstrip("# ").strip()[:200]
+    except OSError:
+        pass
+    named = next((g.name for g in gpus if _TEGRA_GPU_RE.search(g.name)), None)
+    return f"Tegra GPU ({named})" if named else None
 
 
 def gpu_tried(env) -> list[str]:
@@ -590,4 +610,5 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         torch_cuda=torch_cuda or (py.torch_cuda if py else None), notes=notes,
         flashinfer=flashinfer or (py.version("flashinfer") if py else None),
         gpu_tried=gpu_tried(env) if gsrc == "none" else [],
+        tegra=None if gsrc == "--arch" else tegra_release(env, gpus),
     )

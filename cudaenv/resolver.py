@@ -68,37 +68,48 @@ def min_driver(release: str) -> str | None:
     return _min_driver_by_minor().get(major_minor(release))
 
 
-def driver_cuda_version(driver: str) -> str | None:
+def meets(driver: str, need: str, tegra: bool = False) -> bool:
+    """driver >= need. A Tegra (Jetson) driver comes with L4T and numbers only its branch
+    ("580.00" on Jetson Thor): NVIDIA's rules for Tegra compare the branch, so only it counts."""
+    if tegra:
+        return number_key(driver)[0] >= number_key(need)[0]
+    return number_key(driver) >= number_key(need)
+
+
+def driver_cuda_version(driver: str, tegra: bool = False) -> str | None:
     """The newest CUDA minor whose minimum driver this driver meets (what nvidia-smi calls CUDA Version)."""
-    ok = [r for r, d in _min_driver_by_minor().items() if number_key(driver) >= number_key(d)]
+    ok = [r for r, d in _min_driver_by_minor().items() if meets(driver, d, tegra)]
     return max(ok, key=number_key) if ok else None
 
 
-def compat_majors(driver: str) -> list[int]:
+def compat_majors(driver: str, tegra: bool = False) -> list[int]:
     """Majors whose minor-version-compatibility floor this driver meets."""
     floors = load("drivers.json")["minor_version_compat_min"]
-    return sorted(int(m) for m, floor in floors.items() if number_key(driver) >= number_key(floor))
+    return sorted(int(m) for m, floor in floors.items() if meets(driver, floor, tegra))
 
 
 def compat_floor(major: int) -> str | None:
     return load("drivers.json")["minor_version_compat_min"].get(str(major))
 
 
-def driver_runs(driver: str, release: str) -> str:
+def driver_runs(driver: str, release: str, tegra: bool = False) -> str:
     """How a driver runs code of a CUDA release: "full" (it meets the release's own minimum:
     PTX JIT included), "compat" (minor-version compatibility of its major: SASS runs, PTX
     from the release fails to JIT) or "no". Drivers are backward compatible: 470 runs 10.1."""
     need = min_driver(release)
-    if need and number_key(driver) >= number_key(need):
+    if need and meets(driver, need, tegra):
         return "full"
-    return "compat" if major_of(release) in compat_majors(driver) else "no"
+    return "compat" if major_of(release) in compat_majors(driver, tegra) else "no"
 
 
-def driver_fix(need: str | None, driver: str | None) -> str | None:
+def driver_fix(need: str | None, driver: str | None, tegra: bool = False) -> str | None:
     """`install NVIDIA driver >= need`, or None when there is no such number or the driver
-    already meets it (a fix the current state satisfies would loop)."""
-    if not need or (driver and number_key(driver) >= number_key(need)):
+    already meets it (a fix the current state satisfies would loop). On Tegra the driver is
+    part of JetPack: no driver of the desktop branches installs there."""
+    if not need or (driver and meets(driver, need, tegra)):
         return None
+    if tegra:
+        return f"upgrade JetPack to a release whose L4T driver is of branch {number_key(need)[0]} or newer"
     return f"install NVIDIA driver >= {need}"
 
 
@@ -110,10 +121,10 @@ def driver_for_gpu(sm: str) -> tuple[str, str] | None:
     return (window[0], need) if need else None
 
 
-def driver_gpu_findings(gpus, driver: str) -> list[Finding]:
+def driver_gpu_findings(gpus, driver: str, tegra: bool = False) -> list[Finding]:
     """One `driver-gpu` error for the first GPU (sm, name) the driver predates: the rule the
-    resolver and doctor share."""
-    for sm, name in gpus:
+    resolver and doctor share. A Tegra GPU is part of the SoC its L4T driver was built for."""
+    for sm, name in [] if tegra else gpus:
         need = driver_for_gpu(sm)
         if need and number_key(driver) < number_key(need[1]):
             return [Finding("error", "driver-gpu", f"driver {driver} predates {name if name == sm else f'{name} ({sm})'}: {sm} GPUs need a driver "
@@ -397,14 +408,14 @@ def _in_sm_range(sm: str, lo: str | None, hi: str | None) -> bool:
     return not (hi and n > _sm_num(hi))
 
 
-def driver_constraint(driver: str) -> Constraint | None:
+def driver_constraint(driver: str, tegra: bool = False) -> Constraint | None:
     """The releases a driver runs: every one whose own minimum it meets, and every one of a
     major whose minor-version-compatibility floor it meets. Both grow with the release, so
     the allowed releases are those up to the newest it runs."""
     floors = load("drivers.json")["minor_version_compat_min"]
     src = "cudaenv/data/drivers.json (minimum drivers and minor-version compatibility floors)"
-    runs = [r for r in releases() if driver_runs(driver, r) != "no"]
-    majors = compat_majors(driver)
+    runs = [r for r in releases() if driver_runs(driver, r, tegra) != "no"]
+    majors = compat_majors(driver, tegra)
     newer = [m for m in floors if not majors or int(m) > max(majors)]
     if not runs:
         return Constraint("driver", f"driver {driver} is older than every release's minimum ({releases()[0]} needs "
@@ -423,7 +434,8 @@ def driver_constraint(driver: str) -> Constraint | None:
 # --- the resolver ------------------------------------------------------------------------------
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
-                flashinfer: str | None = None, torch_archs: list[str] | None = None) -> Resolution:
+                flashinfer: str | None = None, torch_archs: list[str] | None = None,
+                tegra: bool = False) -> Resolution:
     """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
     `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds."""
     archs = list(dict.fromkeys(archs))
@@ -433,14 +445,14 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
     if flashinfer:
         constraints += flashinfer_constraints(flashinfer, archs)
     if driver:
-        dc = driver_constraint(driver)
+        dc = driver_constraint(driver, tegra)
         if dc:
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
-              "flashinfer": flashinfer, "torch_archs": torch_archs}
+              "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra}
     findings: list[Finding] = unknown_arch_findings(archs)
     if driver:
-        findings += driver_gpu_findings([(a, a) for a in archs], driver)
+        findings += driver_gpu_findings([(a, a) for a in archs], driver, tegra)
     unknown_torch = torch_unknown_finding(torch_cuda) if torch_cuda else None
     if unknown_torch:
         findings.append(unknown_torch)
@@ -449,7 +461,7 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs)
     if not candidates:
         if not unknown_torch and not any(f.rule == "unknown-arch" for f in findings):
-            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver))
+            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver, tegra))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
     # Recommend a release some source installs (redist starts at 11.4): a fix naming 11.3
@@ -462,12 +474,12 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         recommended = pool[-1]
         # A driver runs every release up to its own CUDA version fully (PTX JIT included):
         # prefer the newest of those over a newer one that would only half work.
-        dcv = driver_cuda_version(driver) if driver else None
+        dcv = driver_cuda_version(driver, tegra) if driver else None
         full = [r for r in pool if dcv and number_key(r) <= number_key(dcv)]
         if full:
             recommended = full[-1]
     if driver:
-        findings += driver_findings(driver, minimum, recommended)
+        findings += driver_findings(driver, minimum, recommended, tegra)
     if torch_cuda and torch_accepts(recommended, torch_cuda) != "ok":
         findings.append(Finding("warning", "torch", f"torch is built with CUDA {torch_cuda} and the toolkit would be "
                                 f"{recommended}: a different minor only warns when building extensions",
@@ -514,7 +526,8 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
                     fix, source)]
 
 
-def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: str | None = None) -> Finding:
+def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: str | None = None,
+                       tegra: bool = False) -> Finding:
     why = "; ".join(f"{c.reason} [{c.describe()}]" for c in constraints)
     others = [c for c in constraints if c.rule != "torch"]
     fits = [r for r in releases() if all(c.allows(r) for c in others)]
@@ -527,7 +540,7 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
         way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others))
         if way:
             msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
-        return Finding("error", "impossible", msg, driver_fix(need, drv_in), "cudaenv/data/drivers.json")
+        return Finding("error", "impossible", msg, driver_fix(need, drv_in, tegra), "cudaenv/data/drivers.json")
     if torch_cuda and fits:
         variant = torch_variant(torch_cuda)
         way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
@@ -552,19 +565,19 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
             d = min_driver(rest[0])
             return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {rest[0]} is the lowest "
                            f"release that fits the rest" + (f" and needs driver >= {d}" if d else ""),
-                           driver_fix(d, drv_in))
+                           driver_fix(d, drv_in, tegra))
     return Finding("error", "impossible", f"no toolkit release satisfies: {why}", None)
 
 
-def driver_findings(driver, minimum, recommended) -> list[Finding]:
-    dcv = driver_cuda_version(driver)
-    if driver_runs(driver, recommended) != "compat":
+def driver_findings(driver, minimum, recommended, tegra: bool = False) -> list[Finding]:
+    dcv = driver_cuda_version(driver, tegra)
+    if driver_runs(driver, recommended, tegra) != "compat":
         return []
     need = min_driver(recommended)
     base = f"driver {driver} supports CUDA {dcv or 'no release fully'}; {recommended} is newer"
     if need:
         return [Finding("warning", "driver", f"{base}: SASS runs, but PTX built by it fails to JIT "
-                        "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)", driver_fix(need, driver), "cudaenv/data/drivers.json")]
+                        "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)", driver_fix(need, driver, tegra), "cudaenv/data/drivers.json")]
     # NVIDIA has not published this release's minimum where cudaenv could read it: say what
     # is known, and print no placeholder for a fix.
     floor = compat_floor(major_of(recommended))
@@ -580,7 +593,7 @@ def resolve(probe=None, **probe_args) -> Resolution:
     if probe is None:
         probe = run_probe(**probe_args)
     return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
-                     torch_archs_for(probe))
+                     torch_archs_for(probe), bool(probe.tegra))
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

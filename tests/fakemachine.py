@@ -44,6 +44,14 @@ SMI = {
     "v100": "0, Tesla V100-SXM2-32GB, 7.0, {driver}\n",
     "mixed": "0, NVIDIA H100 80GB HBM3, 9.0, {driver}\n1, NVIDIA GeForce RTX 5090, 12.0, {driver}\n",
     "dgx-spark": "0, NVIDIA GB10, 12.1, {driver}\n",
+    # Jetson AGX Thor on JetPack 7 (vllm#34470: driver 580.00) and Jetson AGX Orin on JetPack 6.
+    "thor": "0, NVIDIA Thor, 11.0, {driver}\n",
+    "orin": "0, Orin (nvgpu), 8.7, {driver}\n",
+}
+# /etc/nv_tegra_release as L4T writes it, per Jetson.
+TEGRA_RELEASE = {
+    "thor": "# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, DATE: Fri Aug 22 00:55:42 UTC 2025\n",
+    "orin": "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025\n",
 }
 PROC = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build  "
         "(dvs-builder@U22-I3-AF03-09-1)  Sun Jul 27 06:54:38 UTC 2025\n"
@@ -90,6 +98,8 @@ class Machine:
                            'echo "unexpected nvidia-smi arguments: $*" >&2\nexit 9\n')
             smi.chmod(0o755)
             (self.tmp / "proc-version").write_text(PROC.format(driver=self.driver))
+            if self.gpus in TEGRA_RELEASE:
+                (self.tmp / "nv_tegra_release").write_text(TEGRA_RELEASE[self.gpus])
 
     def _venv(self):
         self.venv = self.tmp / "venv"
@@ -199,6 +209,7 @@ class Machine:
         env["CUDAENV_PROC_DRIVER_VERSION"] = str(self.tmp / "proc-version")
         env["CUDAENV_CONSUMER_DEFAULT_ROOT"] = str(self.tmp / "no-usr-local-cuda")
         env["CUDAENV_LIBCUDA_DIRS"] = str(self.tmp / "no-driver-dev-link")
+        env["CUDAENV_TEGRA_RELEASE"] = str(self.tmp / "nv_tegra_release")  # exists on the Jetsons only
         env["SHELL"] = "/bin/bash"
         for var in ("VIRTUAL_ENV", "TRITON_PTXAS_PATH", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
                     "FLASHINFER_WORKSPACE_BASE", "CUDA_VISIBLE_DEVICES"):

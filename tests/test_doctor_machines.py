@@ -360,3 +360,33 @@ def test_pasted_doctor_fix_keeps_python(tmp_path):
     m.flashinfer_cache(m.cuda128)
     r = m.cli("doctor", "--json", "--python", m.python, env=m.env())
     assert checks_of(r)["jit-caches"]["fix"] == f"cudaenv doctor --fix --yes --quiet --python {m.python}"
+
+
+def test_jetson_thor_driver_580_00(tmp_path):
+    """vllm#34470: Jetson Thor (sm_110) on JetPack 7 reports driver 580.00 and runs torch
+    2.10.0+cu130 with CUDA available. Its L4T driver is numbered by branch: it neither predates
+    Thor nor fails 13.x, and no desktop driver is the fix."""
+    m = Machine(tmp_path, gpus="thor", driver="580.00", torch=None)
+    # PyTorch's aarch64 CUDA 13 builds carry sm_110 (PyPI's 2.15.0+cu132 aarch64 wheel:
+    # sm_80 sm_90 sm_100 sm_110 sm_120); doctor reads the installed torch's own list.
+    m.install_torch("2.10.0+cu130", arch_list="sm_80 sm_90 sm_100 sm_110 sm_120")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    first = checks(rounds[0])
+    assert first["driver-torch"]["status"] == "ok" and first["driver"]["status"] == "ok", first["driver-torch"]
+    assert "driver-gpu" not in first
+    assert "R38" in rounds[0].report["probe"]["tegra"]
+    assert "580.65.06" not in (rounds[0].fix or "")
+    ends_clean(rounds)
+
+
+def test_jetson_orin_jetpack6_needs_jetpack_not_a_desktop_driver(tmp_path):
+    """Jetson Orin on JetPack 6 (driver 540.4.0, branch 540): a CUDA 13 toolkit is past its branch;
+    the fix names JetPack, since no desktop driver installs on Tegra."""
+    m = Machine(tmp_path, gpus="orin", driver="540.4.0", torch=None)
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[tk / "bin"], CUDA_HOME=str(tk)))
+    drv = checks_of(r)["driver"]
+    assert drv["status"] == "error" and drv["fix"].startswith("upgrade JetPack"), drv
