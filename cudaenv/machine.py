@@ -130,6 +130,7 @@ class Probe:
     flashinfer: str | None = None  # the installed FlashInfer's version, or --flashinfer's
     gpu_tried: list[str] = field(default_factory=list)  # how GPUs were looked for, when none was found
     tegra: str | None = None  # a Jetson's L4T release line (/etc/nv_tegra_release), or why it is one
+    platform: str = "x86_64"  # uname -m the plan is for (this machine's, or --platform's): torch's archs differ
 
     @property
     def archs(self) -> list[str]:
@@ -304,7 +305,7 @@ _TEGRA_GPU_RE = re.compile(r"\b(Thor|Orin|Xavier|Tegra)\b")
 def tegra_release(env, gpus) -> str | None:
     """The L4T release line of a Jetson (Tegra) machine, or None on any other machine. Its driver
     ships with JetPack and is numbered by branch only (580.00 on Thor)."""
-    path = env.get(TEGRA_RELEASE_ENV, "/etc/nv_tegra_release")
+    path = settings.get(TEGRA_RELEASE_ENV, env)
     try:
         line = store.read_head(path, 4096).strip().splitlines()
         if line:
@@ -579,9 +580,15 @@ def current_selection(env, cwd=None) -> tuple[SelectedToolkit | None, str | None
 
 
 def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, driver: str | None = None,
-          no_gpu: bool = False, env=None, cwd=None, flashinfer: str | None = None) -> Probe:
+          no_gpu: bool = False, env=None, cwd=None, flashinfer: str | None = None,
+          platform: str | None = None) -> Probe:
     """Everything the resolver and the doctor look at. Raises ProbeInputError on bad overrides."""
+    from .sources import arch
+
     env = os.environ if env is None else env
+    if platform and platform not in arch.ARCHES:
+        raise ProbeInputError(f"invalid --platform {platform!r}: allowed are {', '.join(arch.ARCHES)}")
+    platform = platform or (arch.machine() if arch.machine() in arch.ARCHES else "x86_64")
     archs = [normalize_arch(a) for a in archs]
     if torch_cuda:
         torch_cuda = check_torch_cuda(torch_cuda)
@@ -610,5 +617,5 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         torch_cuda=torch_cuda or (py.torch_cuda if py else None), notes=notes,
         flashinfer=flashinfer or (py.version("flashinfer") if py else None),
         gpu_tried=gpu_tried(env) if gsrc == "none" else [],
-        tegra=None if gsrc == "--arch" else tegra_release(env, gpus),
+        tegra=None if gsrc == "--arch" else tegra_release(env, gpus), platform=platform,
     )

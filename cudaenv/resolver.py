@@ -154,9 +154,12 @@ def _covers(build: dict, sm: str) -> bool:
     return False
 
 
-def torch_builds(torch_version: str | None = None, variant: str | None = None) -> list[tuple[str, str, dict]]:
-    """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`."""
-    table = load("torch_builds.json")["builds"]
+def torch_builds(torch_version: str | None = None, variant: str | None = None,
+                 platform: str = "x86_64") -> list[tuple[str, str, dict]]:
+    """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`.
+    Each platform's wheels carry their own archs: aarch64 knows only the builds read for it."""
+    data = load("torch_builds.json")
+    table = data["builds"] if platform == "x86_64" else data.get("platforms", {}).get(platform, {}).get("builds", {})
     rows: list[tuple[str, str, dict]] = []
     for tv in sorted(table, key=number_key):
         if torch_version and major_minor(torch_version) != tv:
@@ -167,23 +170,23 @@ def torch_builds(torch_version: str | None = None, variant: str | None = None) -
     return rows
 
 
-def torch_build(torch_version: str | None, variant: str) -> dict | None:
+def torch_build(torch_version: str | None, variant: str, platform: str = "x86_64") -> dict | None:
     """The build a torch install has: its own release's when known, else the newest release shipping it."""
-    rows = [r for r in torch_builds(torch_version, variant) if r[1] == variant]
+    rows = [r for r in torch_builds(torch_version, variant, platform) if r[1] == variant]
     if not rows and torch_version:
-        rows = [r for r in torch_builds(None, variant) if r[1] == variant]
+        rows = [r for r in torch_builds(None, variant, platform) if r[1] == variant]
     return rows[-1][2] if rows else None
 
 
-def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | None:
+def covering_build(archs, torch_version, variant, fits, platform: str = "x86_64") -> tuple[str, str] | None:
     """(torch minor, variant) of the closest torch build with kernels for every arch whose CUDA
     release `fits`; same CUDA major as `variant` preferred, then the nearest release, then newer torch."""
     here = number_key(variant_release(variant))
     best = None
-    rows = torch_builds(torch_version, variant)
-    if torch_version and not any(all(_covers(b, a) for a in archs) and fits(variant_release(v)) for _, v, b in rows):
-        # This torch version has no build that fits: look at every torch version.
-        rows = torch_builds(None, None)
+    rows = torch_builds(torch_version, variant, platform)
+    if not any(all(_covers(b, a) for a in archs) and fits(variant_release(v)) for _, v, b in rows):
+        # This torch version (or variant) has no build that fits: look at every torch build.
+        rows = torch_builds(None, None, platform)
     for tv, v, b in rows:
         rel = variant_release(v)
         if not all(_covers(b, a) for a in archs) or not fits(rel):
@@ -435,7 +438,7 @@ def driver_constraint(driver: str, tegra: bool = False) -> Constraint | None:
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
                 flashinfer: str | None = None, torch_archs: list[str] | None = None,
-                tegra: bool = False) -> Resolution:
+                tegra: bool = False, platform: str = "x86_64") -> Resolution:
     """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
     `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds."""
     archs = list(dict.fromkeys(archs))
@@ -449,7 +452,7 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         if dc:
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
-              "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra}
+              "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra, "platform": platform}
     findings: list[Finding] = unknown_arch_findings(archs)
     if driver:
         findings += driver_gpu_findings([(a, a) for a in archs], driver, tegra)
@@ -458,10 +461,10 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         findings.append(unknown_torch)
     candidates = [r for r in releases() if all(c.allows(r) for c in constraints)]
     if torch_cuda and archs and not unknown_torch:
-        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs)
+        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs, platform)
     if not candidates:
         if not unknown_torch and not any(f.rule == "unknown-arch" for f in findings):
-            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver, tegra))
+            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver, tegra, platform))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
     # Recommend a release some source installs (redist starts at 11.4): a fix naming 11.3
@@ -502,11 +505,12 @@ def switch_fix(release: str) -> str:
     return f"cudaenv install {release} && cudaenv local {release}"
 
 
-def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs=None) -> list[Finding]:
+def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs=None,
+                        platform: str = "x86_64") -> list[Finding]:
     variant = torch_variant(torch_cuda)
     # The installed torch's own list, when read, is the truth about it; the table is for
     # a torch named only by --torch-cuda, or one whose library did not say.
-    build = as_build(torch_archs) if torch_archs else torch_build(torch_version, variant)
+    build = as_build(torch_archs) if torch_archs else torch_build(torch_version, variant, platform)
     source = ("torch.cuda.get_arch_list() of the installed torch (its lib/libtorch_python.so)" if torch_archs
               else "cudaenv/data/torch_builds.json")
     if build is None:
@@ -515,8 +519,9 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
     if not missing:
         return []
     label = f"torch {major_minor(torch_version)}+{variant}" if torch_version else f"torch {variant}"
+    label += f" ({platform})" if platform != "x86_64" else ""
     others = [c for c in constraints if c.rule != "torch"]
-    way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
+    way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others), platform)
     fix = None
     if way:
         fix = f"{torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
@@ -527,7 +532,7 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
 
 
 def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: str | None = None,
-                       tegra: bool = False) -> Finding:
+                       tegra: bool = False, platform: str = "x86_64") -> Finding:
     why = "; ".join(f"{c.reason} [{c.describe()}]" for c in constraints)
     others = [c for c in constraints if c.rule != "torch"]
     fits = [r for r in releases() if all(c.allows(r) for c in others)]
@@ -537,13 +542,14 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
         # would leave torch unable to start. Upgrading the driver keeps torch as installed.
         need = min_driver(torch_cuda) or compat_floor(major_of(torch_cuda))
         msg = f"the driver cannot run torch {torch_variant(torch_cuda)}: {drv[0].reason}"
-        way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others))
+        way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others),
+                             platform)
         if way:
             msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
         return Finding("error", "impossible", msg, driver_fix(need, drv_in, tegra), "cudaenv/data/drivers.json")
     if torch_cuda and fits:
         variant = torch_variant(torch_cuda)
-        way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
+        way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others), platform)
         blocking = [c.reason for c in others if not any(c.allows(r) and major_of(r) == major_of(torch_cuda) for r in releases())]
         msg = (f"no CUDA {major_of(torch_cuda)}.x toolkit fits torch {variant}: " + "; ".join(blocking or [why]))
         if way:
@@ -551,8 +557,9 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
             tk = tk if tk in fits else next((r for r in fits if number_key(r) >= number_key(tk)), fits[-1])
             return Finding("error", "impossible", msg + f". Way out: use torch {way[0]}+{way[1]} and toolkit {tk}",
                            f"{torch_fix(*way, torch_version)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
-        return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}",
-                       switch_fix(fits[-1]))
+        # No known torch build fits: a toolkit switch alone would leave torch refusing it.
+        return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}, and "
+                       f"no torch build cudaenv knows for {platform} has kernels for {', '.join(archs)}", None)
     windows = [c for c in constraints if c.rule == "gpu-arch"]
     if len(windows) > 1 and not [r for r in releases() if all(c.allows(r) for c in windows)]:
         return Finding("error", "impossible", "no single toolkit compiles native code for every GPU: "
@@ -593,7 +600,7 @@ def resolve(probe=None, **probe_args) -> Resolution:
     if probe is None:
         probe = run_probe(**probe_args)
     return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
-                     torch_archs_for(probe), bool(probe.tegra))
+                     torch_archs_for(probe), bool(probe.tegra), probe.platform)
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

@@ -420,6 +420,18 @@ def torch_builds_data(table: dict, facts: dict) -> dict:
         if have is None or _key(version) > _key(have):
             newest[_minor(version)] = version
     out["newest_release"] = dict(sorted(newest.items(), key=lambda kv: _key(kv[0])))
+    # Other platforms' wheels carry other archs (aarch64 2.15.0+cu132: sm_110, no sm_75): each
+    # platform's builds are its own reads only, never assumed from x86_64's.
+    platforms: dict[str, dict] = {}
+    for platform, wheels in sorted(facts.get("wheels_by_platform", {}).items()):
+        preads: dict[tuple[str, str], list[dict]] = {}
+        for version in sorted(wheels, key=_key):
+            preads.setdefault((_minor(version), wheels[version]["variant"]), []).append(wheels[version])
+        table: dict[str, dict] = {}
+        for (minor, variant), rs in preads.items():
+            table.setdefault(minor, {})[variant] = _wheel_build(minor, variant, rs)
+        platforms[platform] = {"builds": table}
+    out["platforms"] = platforms
     # A PTX target that no wheel showed, where every wheel read of that variant has none (as
     # pytorch/pytorch#172352's "12.0+PTX" for cu130): not taken; the SASS list stays, unverified.
     read_ptx = {(m, v): any(r["ptx"] for r in rs) for (m, v), rs in reads.items()}
@@ -469,6 +481,7 @@ def torch_builds(args) -> int:
                     for m, v in want["pypi_default"].items() if have["pypi_default"].get(m) != v]
         changed += ["_sources differ"] if have["_sources"] != want["_sources"] else []
         changed += ["newest_release differs"] if have.get("newest_release") != want["newest_release"] else []
+        changed += ["platforms differ"] if have.get("platforms") != want["platforms"] else []
         for item in changed:
             print(f"MISMATCH torch_builds.json {item}")
         return 1 if changed else 0

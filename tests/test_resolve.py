@@ -265,3 +265,47 @@ def test_driver_floors_match_nvidia_release_notes():
 ])
 def test_driver_runs(driver, release, runs):
     assert rs.driver_runs(driver, release) == runs
+
+
+# Each platform's torch wheels carry other archs (read from PyPI's wheels): the same plan on
+# x86_64 and on aarch64. (id, plan kwargs, platform, recommended, status, text a finding has, text none has)
+PLATFORM_CASES = [
+    ("thor-torch132-x86", dict(archs=["sm_110"], torch_cuda="13.2"), "x86_64", "13.2", "error",
+     "torch cu132 lacks sm_110", None),
+    ("thor-torch132-aarch64", dict(archs=["sm_110"], torch_cuda="13.2"), "aarch64", "13.2", "ok", None, "lacks"),
+    ("thor-torch128-aarch64", dict(archs=["sm_110"], torch_cuda="12.8"), "aarch64", None, "error",
+     "pip install 'torch==2.14.1+cu130' --index-url https://download.pytorch.org/whl/cu130 && cudaenv install 13.0",
+     "fit without torch cu128; toolkits"),
+    # No x86_64 torch has sm_110 kernels: no fix that switches the toolkit and leaves torch refusing it.
+    ("thor-torch128-x86", dict(archs=["sm_110"], torch_cuda="12.8"), "x86_64", None, "error",
+     "no torch build cudaenv knows for x86_64 has kernels for sm_110", "cudaenv local 13.5"),
+    ("t4g-torch132-aarch64", dict(archs=["sm_75"], torch_cuda="13.2"), "aarch64", "13.2", "error",
+     "torch cu132 (aarch64) lacks sm_75", None),
+    ("t4-torch132-x86", dict(archs=["sm_75"], torch_cuda="13.2"), "x86_64", "13.2", "ok", None, "lacks"),
+    ("spark-torch132-x86", dict(archs=["sm_121"], torch_cuda="13.2"), "x86_64", "13.2", "ok", None, "lacks"),
+    ("spark-torch132-aarch64", dict(archs=["sm_121"], torch_cuda="13.2"), "aarch64", "13.2", "ok", None, "lacks"),
+    ("gh200-torch132-aarch64", dict(archs=["sm_90"], torch_cuda="13.2", driver="595.45.04"), "aarch64", "13.2", "ok",
+     None, "lacks"),
+    ("gh200-torch132-x86", dict(archs=["sm_90"], torch_cuda="13.2", driver="595.45.04"), "x86_64", "13.2", "ok",
+     None, "lacks"),
+]
+
+
+@pytest.mark.parametrize("case", PLATFORM_CASES, ids=[c[0] for c in PLATFORM_CASES])
+def test_plan_per_platform(case):
+    _, kwargs, platform, recommended, status, text, absent = case
+    r = rs.recommend(**kwargs, platform=platform)
+    assert (r.recommended, r.status) == (recommended, status), r.findings
+    said = " ".join(f"{f.message} {f.fix or ''}" for f in r.findings)
+    if text:
+        assert text in said, said
+    if absent:
+        assert absent not in said, said
+
+
+def test_platform_option(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", "aarch64", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["inputs"]["platform"] == "aarch64", r.stdout
+    r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", "ppc64le")
+    assert r.returncode == 64 and "invalid --platform 'ppc64le': allowed are x86_64, aarch64" in r.stderr
