@@ -31,6 +31,7 @@ WATCHED = {  # distribution names (normalised) -> what we report them as
     "flashinfer-python": "flashinfer",
     "flashinfer": "flashinfer",
     "triton": "triton",
+    "pytorch-triton": "triton",  # what torch from PyTorch's nightly index pulls in (3.5.0+git...)
     "vllm": "vllm",
     "sglang": "sglang",
     "deepspeed": "deepspeed",

@@ -15,6 +15,9 @@
         the GPU targets each release's ptxas accepts, read from the binaries of
         NVIDIA's nvidia-cuda-nvcc wheels (`ptxas --help`; 13.x also
         `nvcc --list-gpu-code`), or from toolkits already on this machine.
+    gen_data.py triton [--check]
+        consumers.json's triton.ptxas_by_arch and bundled_ptxas from the facts
+        scripts/triton_wheel_ptxas.py reads out of Triton's wheels (get_ptxas, bundled ptxas).
     gen_data.py torch-builds [--check]
         torch_builds.json's builds that a PyPI wheel was read for (the facts
         scripts/torch_wheel_archs.py records in scripts/data/torch_wheel_archs.json)
@@ -490,6 +493,50 @@ def torch_builds(args) -> int:
     return 0
 
 
+# --- Triton's ptxas rules read from its wheels -----------------------------------------------
+
+TRITON_FACTS = Path(__file__).resolve().parent / "data" / "triton_wheels.json"
+
+
+def triton_data(consumers: dict, facts: dict) -> dict:
+    """consumers.json's triton part as the wheel facts make it: per minor, the arch from which
+    get_ptxas picks ptxas-blackwell and the versions of both bundled ptxas."""
+    out = copy.deepcopy(consumers)
+    t = out["triton"]
+    for version, r in sorted(facts["wheels"].items(), key=lambda kv: _key(kv[0])):
+        minor = _minor(version)
+        ptxas = r["bundled"].get("ptxas")
+        src = f"triton {version} wheel ({r['wheel']}, sha256 {r['sha256']}): bin/ptxas --version"
+        if ptxas:
+            t["bundled_ptxas"][minor] = {"version": ptxas, "release": _minor(ptxas), "source": src}
+        if r["blackwell_from"] is not None:
+            t["ptxas_by_arch"][minor] = {
+                "blackwell_from": r["blackwell_from"],
+                "ptxas": {"env": "TRITON_PTXAS_PATH", "binary": "ptxas", "version": ptxas},
+                "ptxas_blackwell": {"env": "TRITON_PTXAS_BLACKWELL_PATH", "binary": "ptxas-blackwell",
+                                    "version": r["bundled"].get("ptxas-blackwell")},
+                "source": f"get_ptxas() in triton/backends/nvidia/compiler.py of {r['wheel']}, read by "
+                          "scripts/triton_wheel_ptxas.py"}
+    t["bundled_ptxas"] = dict(sorted(t["bundled_ptxas"].items(), key=lambda kv: _key(kv[0])))
+    rule = t["ptxas_by_arch"].pop("_rule")
+    t["ptxas_by_arch"] = {"_rule": rule, **dict(sorted(t["ptxas_by_arch"].items(), key=lambda kv: _key(kv[0])))}
+    return out
+
+
+def triton(args) -> int:
+    have = load("consumers.json")
+    want = triton_data(have, json.loads(TRITON_FACTS.read_text()))
+    if args.check:
+        if have != want:
+            print("MISMATCH consumers.json triton: scripts/data/triton_wheels.json makes "
+                  + json.dumps(want["triton"]["ptxas_by_arch"], sort_keys=True)[:400])
+            return 1
+        return 0
+    save("consumers.json", want)
+    print(f"wrote {DATA / 'consumers.json'}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", dest="check_all",
@@ -507,13 +554,15 @@ def main(argv=None) -> int:
     a.add_argument("--local", action="append", help="a toolkit root on this machine")
     t = sub.add_parser("torch-builds", help="apply the torch wheel facts to torch_builds.json")
     t.add_argument("--check", action="store_true")
+    tr = sub.add_parser("triton", help="apply the Triton wheel facts to consumers.json's triton rules")
+    tr.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
     if args.what is None:
         if not args.check_all:
             p.error("name a subcommand, or give --check to compare the data with PyPI")
         return pypi_check(args)
     return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check,
-            "torch-builds": torch_builds}[args.what](args)
+            "torch-builds": torch_builds, "triton": triton}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -390,3 +390,32 @@ def test_jetson_orin_jetpack6_needs_jetpack_not_a_desktop_driver(tmp_path):
     r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[tk / "bin"], CUDA_HOME=str(tk)))
     drv = checks_of(r)["driver"]
     assert drv["status"] == "error" and drv["fix"].startswith("upgrade JetPack"), drv
+
+
+def test_h100_triton_3_8_kernel_is_not_stale(tmp_path):
+    """Triton 3.8.0 on an H100: its get_ptxas uses ptxas-blackwell only from arch 100 (read from
+    the 3.8.0 wheel), so sm_90 kernels come from its ptxas 12.9 (PTX ISA 8.8). A kernel it just
+    built is fresh: doctor must not call it stale, and --fix must keep it."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.9.0+cu130")
+    m.install_triton("3.8.0", ptxas_release="12.9.1", blackwell_release="13.3.0")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    kernel = m.triton_cache("8.8", target="sm_90a")
+    rounds = doctor_rounds(m, m.env(), hook=True, setup=["cudaenv doctor --fix --yes --quiet"])
+    first = checks(rounds[0])
+    assert first["jit-caches"]["status"] == "ok", first["jit-caches"]
+    assert kernel.exists()
+    ends_clean(rounds)
+
+
+def test_triton_8539_pytorch_triton_from_the_nightly_index(tmp_path):
+    """triton#8539's own setup: torch nightly with pytorch-triton 3.5.0+git... on DGX Spark. The
+    distribution is named pytorch-triton; its bundled ptxas 12.8 cannot target sm_121a."""
+    m = Machine(tmp_path, gpus="dgx-spark", torch="2.10.0.dev20251015+cu130")
+    m.install_triton("3.5.0+git7416ffcb", dist="pytorch_triton")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    assert checks(rounds[0])["triton-ptxas"]["status"] == "error"
+    assert rounds[0].fix == f"export TRITON_PTXAS_PATH={tk}/bin/ptxas"
+    ends_clean(rounds)
