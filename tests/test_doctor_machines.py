@@ -116,9 +116,15 @@ def test_flashinfer_3493_cuda_home_is_pip_headers(tmp_path):
     ends_clean(rounds)
 
 
-def test_triton_8539_spark_old_bundled_ptxas(tmp_path):
+@pytest.mark.parametrize("torch,dist,version", [
+    ("2.9.0+cu130", "triton", "3.5.0"),
+    # triton#8539's own setup: torch nightly pulls in pytorch-triton 3.5.0+git... from PyTorch's index.
+    ("2.10.0.dev20251015+cu130", "pytorch_triton", "3.5.0+git7416ffcb"),
+])
+def test_triton_8539_spark_old_bundled_ptxas(tmp_path, torch, dist, version):
     """triton#8539: DGX Spark (sm_121), Triton 3.5's bundled ptxas 12.8 cannot target sm_121a."""
-    m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0")
+    m = Machine(tmp_path, gpus="dgx-spark", torch=torch)
+    m.install_triton(version, dist=dist)
     tk = m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
     rounds = doctor_rounds(m, m.env(), hook=True)
@@ -407,15 +413,3 @@ def test_h100_triton_3_8_kernel_is_not_stale(tmp_path):
     assert kernel.exists()
     ends_clean(rounds)
 
-
-def test_triton_8539_pytorch_triton_from_the_nightly_index(tmp_path):
-    """triton#8539's own setup: torch nightly with pytorch-triton 3.5.0+git... on DGX Spark. The
-    distribution is named pytorch-triton; its bundled ptxas 12.8 cannot target sm_121a."""
-    m = Machine(tmp_path, gpus="dgx-spark", torch="2.10.0.dev20251015+cu130")
-    m.install_triton("3.5.0+git7416ffcb", dist="pytorch_triton")
-    tk = m.managed_toolkit("13.0.2")
-    (m.proj / ".cuda-version").write_text("13.0\n")
-    rounds = doctor_rounds(m, m.env(), hook=True)
-    assert checks(rounds[0])["triton-ptxas"]["status"] == "error"
-    assert rounds[0].fix == f"export TRITON_PTXAS_PATH={tk}/bin/ptxas"
-    ends_clean(rounds)
