@@ -396,6 +396,24 @@ def flashinfer_constraints(version: str, archs) -> list[Constraint]:
     return out
 
 
+# Consumers that build the arch-specific target of a GPU (compute_90a for sm_90: FlashInfer's
+# and SGLang's Hopper kernels use wgmma/TMA), which needs the release that first has it.
+ARCH_SPECIFIC = {"sm_90": "sm_90a"}
+
+
+def arch_specific_constraints(archs, consumers: dict) -> list[Constraint]:
+    out = []
+    for name, version in consumers.items():
+        for sm in archs:
+            target = ARCH_SPECIFIC.get(sm)
+            window = arch_window(target) if version and target else []
+            if target and window:
+                out.append(Constraint("flashinfer" if name == "FlashInfer" else "sglang",
+                                      f"{name} {version} builds {target.replace('sm_', 'compute_')} for {sm}: "
+                                      f"first in {window[0]}", ARCH_SOURCE, min=window[0]))
+    return out
+
+
 def _sm_num(sm: str) -> int:
     m = re.match(r"sm_(\d+)", sm)
     if m is None:  # targets come from the probe, which checked them, and from the shipped data
@@ -438,7 +456,7 @@ def driver_constraint(driver: str, tegra: bool = False) -> Constraint | None:
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
                 flashinfer: str | None = None, torch_archs: list[str] | None = None,
-                tegra: bool = False, platform: str = "x86_64") -> Resolution:
+                tegra: bool = False, platform: str = "x86_64", sglang: str | None = None) -> Resolution:
     """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
     `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds."""
     archs = list(dict.fromkeys(archs))
@@ -447,12 +465,14 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         constraints.append(torch_constraint(torch_cuda))
     if flashinfer:
         constraints += flashinfer_constraints(flashinfer, archs)
+    constraints += arch_specific_constraints(archs, {"FlashInfer": flashinfer, "SGLang": sglang})
     if driver:
         dc = driver_constraint(driver, tegra)
         if dc:
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
-              "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra, "platform": platform}
+              "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra, "platform": platform,
+              "sglang": sglang}
     findings: list[Finding] = unknown_arch_findings(archs)
     if driver:
         findings += driver_gpu_findings([(a, a) for a in archs], driver, tegra)
@@ -600,7 +620,8 @@ def resolve(probe=None, **probe_args) -> Resolution:
     if probe is None:
         probe = run_probe(**probe_args)
     return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
-                     torch_archs_for(probe), bool(probe.tegra), probe.platform)
+                     torch_archs_for(probe), bool(probe.tegra), probe.platform,
+                     probe.python.version("sglang") if probe.python else None)
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

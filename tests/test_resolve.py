@@ -39,7 +39,11 @@ CASES = [
     ("spark-fi07", dict(archs=["sm_121"], flashinfer="0.7.4"), "12.9", "13.5", "ok", None),
     ("rtx50-fi07", dict(archs=["sm_120"], flashinfer="0.7.4"), "12.8", "13.5", "ok", None),
     ("rtx50-fi06", dict(archs=["sm_120"], flashinfer="0.6.1"), "12.9", "13.5", "ok", None),
-    ("hopper-fi06-no-sm12-rule", dict(archs=["sm_90"], flashinfer="0.6.1"), "11.8", "13.5", "ok", None),
+    # FlashInfer and SGLang build compute_90a for sm_90: first in 12.0, not 11.8.
+    ("hopper-fi06-needs-sm90a", dict(archs=["sm_90"], flashinfer="0.6.1"), "12.0", "13.5", "ok", None),
+    ("hopper-sglang-needs-sm90a", dict(archs=["sm_90"], sglang="0.5.23", driver="520.61.05"), None, None, "error",
+     "12.0 is the lowest release that fits the rest and needs driver >= 525.60.13"),
+    ("hopper-no-consumer-11.8", dict(archs=["sm_90"], driver="520.61.05"), "11.8", "11.8", "ok", None),
     ("two-generations", dict(archs=["sm_35", "sm_120"]), None, None, "error", "no single toolkit"),
     ("ancient-driver", dict(archs=["sm_90"], driver="440.33.01"), None, None, "error", "driver >= 520.61.05"),
     ("torch-minor-not-a-release", dict(archs=["sm_90"], torch_cuda="12.4"), "12.0", "12.4", "ok", None),
