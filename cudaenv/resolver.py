@@ -92,10 +92,20 @@ def compat_floor(major: int) -> str | None:
     return load("drivers.json")["minor_version_compat_min"].get(str(major))
 
 
+# The L4T driver branch of the first JetPack with each CUDA major: JetPack 6 (L4T R36, driver
+# 540.x) brought 12.x to Orin, JetPack 7 (R38, driver 580.00) 13.x to Thor.
+TEGRA_BRANCH_FLOOR = {12: 540, 13: 580}
+
+
 def driver_runs(driver: str, release: str, tegra: bool = False) -> str:
     """How a driver runs code of a CUDA release: "full" (it meets the release's own minimum:
     PTX JIT included), "compat" (minor-version compatibility of its major: SASS runs, PTX
     from the release fails to JIT) or "no". Drivers are backward compatible: 470 runs 10.1."""
+    if tegra:
+        # L4T drivers follow their own numbering (JetPack 6's 540.x runs CUDA 12.6, Thor's
+        # 580.00 13.0): only the branch of each major's first Tegra driver says anything.
+        floor = TEGRA_BRANCH_FLOOR.get(major_of(release))
+        return "full" if floor is None or number_key(driver)[0] >= floor else "no"
     need = min_driver(release)
     if need and meets(driver, need, tegra):
         return "full"

@@ -313,3 +313,13 @@ def test_platform_option(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["inputs"]["platform"] == "aarch64", r.stdout
     r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", "ppc64le")
     assert r.returncode == 64 and "invalid --platform 'ppc64le': allowed are x86_64, aarch64" in r.stderr
+
+
+def test_doc_tables_are_generated_from_the_tool():
+    """docs/resolver.md's examples and docs/doctor.md's driver rules are the tool's own answers."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_doc_tables.py"
+    r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
