@@ -571,6 +571,51 @@ def libcuda_stub(ctx: Context) -> Findings:
                       "\"ld: cannot find -lcuda\". NVIDIA's redist toolkits ship the stub.", fix)
 
 
+# CUDA libraries a torch wheel loads from its own site-packages/nvidia/*/lib (through RUNPATH,
+# which LD_LIBRARY_PATH comes before).
+_SHADOWING_LIBS = ("libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so", "libcusparse.so",
+                   "libcufft.so", "libnvrtc.so", "libnvJitLink.so")
+
+
+def ld_library_path(ctx: Context) -> Findings:
+    """`ld-library-path`: a directory on LD_LIBRARY_PATH holding CUDA libraries shadows the ones
+    torch's wheel bundles in site-packages/nvidia/*/lib (unsloth#6905); cudaenv's own
+    CUDAENV_LD_LIBRARY_PATH=1 can put the selection's lib64 there."""
+    py, tc = ctx.probe.python, ctx.probe.torch_cuda
+    value = ctx.env.get("LD_LIBRARY_PATH", "")
+    if not py or not tc or not ctx.torch_version or not value:
+        return
+    bundled = [d for sp in py.site_packages for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib"))]
+    if not bundled:
+        return
+    entries = value.split(":")
+    shadowing = []
+    for d in entries:
+        if not d or not os.path.isabs(d):
+            continue
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        libs = sorted({n for n in names if n.startswith(_SHADOWING_LIBS)})
+        if libs:
+            shadowing.append((d, libs))
+    if not shadowing:
+        yield ctx.finding("ld-library-path", "ok", "LD_LIBRARY_PATH holds no CUDA libraries ahead of torch's own")
+        return
+    keep = [d for d in entries if d and d not in {s[0] for s in shadowing}]
+    fix = f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH"
+    if ctx.env.get("CUDAENV_LD_LIBRARY_PATH"):
+        fix = f"unset CUDAENV_LD_LIBRARY_PATH && {fix}"
+    d, libs = shadowing[0]
+    yield ctx.finding("ld-library-path", "error", f"LD_LIBRARY_PATH puts {d} ({', '.join(libs[:3])}) ahead of torch's "
+                      f"bundled CUDA {tc} libraries",
+                      "The dynamic loader searches LD_LIBRARY_PATH before the RUNPATH torch's libraries use for "
+                      f"site-packages/nvidia/*/lib, so torch {ctx.torch_version} loads these instead: symbol errors "
+                      "(undefined symbol: ...) or another CUDA release at run time. Building extensions does not need it.",
+                      fix)
+
+
 def driver_gpu(ctx: Context) -> Findings:
     """A driver older than the branch that introduced a GPU does not see it (the resolver's rule)."""
     d = ctx.probe.driver
@@ -656,6 +701,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("consumer-answers", consumer_answers),
     ("toolkit-headers", toolkit_headers),
     ("libcuda-stub", libcuda_stub),
+    ("ld-library-path", ld_library_path),
     ("driver-gpu", driver_gpu),
     ("driver-torch", driver_torch),
     ("driver", driver_toolkit),

@@ -413,3 +413,26 @@ def test_h100_triton_3_8_kernel_is_not_stale(tmp_path):
     assert kernel.exists()
     ends_clean(rounds)
 
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_ld_library_path_shadows_torchs_bundled_libraries(tmp_path, own):
+    """unsloth#6905: LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64 with torch cu128, whose wheel loads
+    libcudart and cuBLAS from site-packages/nvidia/*/lib: the 12.1 libraries win. Also the state
+    cudaenv's own CUDAENV_LD_LIBRARY_PATH=1 leaves."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    for lib in ("cuda_runtime/lib/libcudart.so.12", "cublas/lib/libcublas.so.12"):
+        (m.site / "nvidia" / lib).parent.mkdir(parents=True, exist_ok=True)
+        (m.site / "nvidia" / lib).write_bytes(b"\x7fELF")
+    old = m.system_toolkit("12.1.1")
+    (old / "lib64" / "libcudart.so.12.1.105").write_bytes(b"\x7fELF")
+    tk = m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    extra = dict(CUDAENV_LD_LIBRARY_PATH="1") if own else {}
+    env = m.env(LD_LIBRARY_PATH=f"{old}/lib64:/opt/other/lib", **extra)
+    rounds = doctor_rounds(m, env, hook=True)
+    first = checks(rounds[0])
+    assert first["ld-library-path"]["status"] == "error", first["ld-library-path"]
+    assert f"{old}/lib64" in first["ld-library-path"]["verdict"]
+    assert tk.exists()
+    ends_clean(rounds)
