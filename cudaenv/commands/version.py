@@ -9,11 +9,17 @@ from __future__ import annotations
 import json
 import os
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .. import fastpath, selection, store
 from ..selection import SelectionError
 from .common import exit_with
+
+if TYPE_CHECKING:
+    from ..data import NvccReleases
+    from ..toolkit import Toolkit
 
 
 @click.command(epilog="""\b
@@ -84,7 +90,7 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         is_current = cur_root is not None and os.path.realpath(tk.root) == cur_root
         rows.append((tk, is_current))
     if as_json:
-        click.echo(json.dumps([{**tk.to_json(), "current": c} for tk, c in rows], indent=2))
+        click.echo(json.dumps([{**tk.to_json(), "current": c, **_possible_releases(tk)} for tk, c in rows], indent=2))
         return
     if bare:
         for tk, _ in rows:
@@ -103,10 +109,7 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         else:
             detail = f"{tk.root} (found at {tk.origin})"
         if tk.nvcc_version:
-            from ..data import nvcc_releases
-
-            # A toolkit known only by a respun nvcc is one of several releases: name them all.
-            shipped = nvcc_releases(tk.nvcc_version) if tk.release.count(".") == 1 else None
+            shipped = _shipped(tk)
             detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
@@ -137,3 +140,19 @@ Examples:
 def which(command: str) -> None:
     """Print the real path of a toolkit command (never the shim)."""
     exit_with(fastpath.which(command))
+
+
+def _shipped(tk: Toolkit) -> NvccReleases | None:
+    """The releases that ship this toolkit's nvcc, when only its nvcc tells the release
+    ("13.0" from nvcc 13.0.88: one of 13.0.1-13.0.3)."""
+    from ..data import nvcc_releases
+
+    return nvcc_releases(tk.nvcc_version) if tk.nvcc_version and tk.release.count(".") == 1 else None
+
+
+def _possible_releases(tk: Toolkit) -> dict[str, object]:
+    """JSON's view of the same range the text shows: every release it may be, and the range."""
+    shipped = _shipped(tk)
+    if not shipped or shipped.exact:
+        return {}
+    return {"releases": list(shipped.releases), "release_range": f"{shipped.first}\u2013{shipped.last}"}
