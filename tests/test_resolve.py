@@ -323,3 +323,22 @@ def test_doc_tables_are_generated_from_the_tool():
     script = Path(__file__).resolve().parent.parent / "scripts" / "gen_doc_tables.py"
     r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("machine,release_line,platform", [
+    ("aarch64", "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64", "linux-aarch64"),
+    ("aarch64", "# R35 (release), REVISION: 6.0, GCID: 35864405, BOARD: t186ref, EABI: aarch64", "linux-aarch64"),
+    ("aarch64", "# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64", "linux-sbsa"),
+    ("aarch64", None, "linux-sbsa"),  # GH200, GB200, DGX Spark, Graviton
+    ("x86_64", None, "linux-x86_64"),
+])
+def test_jetson_orin_uses_the_linux_aarch64_redist(machine, release_line, platform):
+    """Jetson Orin (JetPack 6, L4T R36) installs NVIDIA's linux-aarch64 redist builds; Thor
+    (JetPack 7, R38) and every other aarch64 machine sbsa. The pins cover linux-aarch64 too."""
+    from cudaenv import pins
+    from cudaenv.sources import arch
+
+    l4t = arch.l4t_major(release_line) if release_line else None
+    assert arch.redist_platform(machine, l4t) == platform
+    pinned = pins.load().archives
+    assert any("linux-aarch64" in path and "cuda_nvcc" in path and "12.9" in path for path in pinned)
