@@ -436,3 +436,15 @@ def test_ld_library_path_shadows_torchs_bundled_libraries(tmp_path, own):
     assert f"{old}/lib64" in first["ld-library-path"]["verdict"]
     assert tk.exists()
     ends_clean(rounds)
+
+
+def test_triton_older_than_the_rules_is_asked_live(tmp_path):
+    """Triton 3.4 predates every rule the data has (3.5 on): doctor asks it, as it asks a newer one,
+    and says so when the installed Triton cannot answer (here a dist-info without a package)."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    m.install_triton("3.4.0")
+    m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env())
+    data = checks_of(r)["data-triton"]
+    assert data["status"] == "warn" and "older than cudaenv's rules and could not be asked" in data["verdict"], data
