@@ -432,18 +432,14 @@ def data_checks(ans: dict[str, Answer]) -> list[tuple]:
                         f"{a.consumer}'s own answer", "; ".join(a.disagreements[:4]),
                         "update cudaenv (its data was checked up to "
                         f"{a.consumer} {known}); maintainers: scripts/gen_data.py --check"))
-        elif a.newer_than_data and not a.live:
-            out.append((cid, "warn", f"{a.consumer} {a.version} is newer than cudaenv's data ({known}) and could not be "
-                        "asked itself", f"the verdicts use the rules for {known}: {a.live_error}", None))
-        elif a.newer_than_data:
-            out.append((cid, "ok", f"{a.consumer} {a.version} is newer than cudaenv's data ({known}); asked it "
-                        "itself, and it agrees", "", None))
-        elif a.older_than_data and not a.live:
-            out.append((cid, "warn", f"{a.consumer} {a.version} is older than cudaenv's rules and could not be asked "
-                        "itself", f"the verdicts use the oldest rules cudaenv has: {a.live_error}", None))
-        elif a.older_than_data:
-            out.append((cid, "ok", f"{a.consumer} {a.version} is older than cudaenv's rules; asked it itself, and it "
-                        "agrees", "", None))
+        elif a.newer_than_data or a.older_than_data:
+            # A version the rules were not read for, on either side: it was asked itself.
+            age = f"newer than cudaenv's data ({known})" if a.newer_than_data else "older than cudaenv's rules"
+            rules = f"the rules for {known}" if a.newer_than_data else "the oldest rules cudaenv has"
+            out.append((cid, "ok", f"{a.consumer} {a.version} is {age}; asked it itself, and it agrees", "", None)
+                       if a.live else
+                       (cid, "warn", f"{a.consumer} {a.version} is {age} and could not be asked itself",
+                        f"the verdicts use {rules}: {a.live_error}", None))
         elif a.live:
             out.append((cid, "ok", f"{a.consumer} {a.version}: its own answer matches cudaenv's data", "", None))
     return out
