@@ -54,6 +54,7 @@ class Answer:
     disagreements: list[str] = field(default_factory=list)
     live_error: str | None = None  # why the live probe gave nothing (then the model answers)
     newer_than_data: bool = False
+    older_than_data: bool = False
 
     @property
     def live(self) -> bool:
@@ -404,8 +405,9 @@ def answers(probe, env=None, live: str | None = None) -> dict[str, Answer]:
     for consumer, (version, _) in have.items():
         m = model(consumer, env, archs, py, probe.torch_cuda)
         newer = cdata.newer_than_data(consumer, version)
-        result[consumer] = Answer(consumer, version, "model", m, m, newer_than_data=newer)
-        if mode == "always" or (mode == "auto" and newer):
+        older = cdata.older_than_data(consumer, version)
+        result[consumer] = Answer(consumer, version, "model", m, m, newer_than_data=newer, older_than_data=older)
+        if mode == "always" or (mode == "auto" and (newer or older)):
             to_ask.append(consumer)
     if to_ask and py and not py.error:
         with ThreadPoolExecutor(max_workers=len(to_ask)) as pool:
@@ -434,12 +436,14 @@ def data_checks(ans: dict[str, Answer]) -> list[tuple]:
                         f"{a.consumer}'s own answer", "; ".join(a.disagreements[:4]),
                         "update cudaenv (its data was checked up to "
                         f"{a.consumer} {known}); maintainers: scripts/gen_data.py --check"))
-        elif a.newer_than_data and not a.live:
-            out.append((cid, "warn", f"{a.consumer} {a.version} is newer than cudaenv's data ({known}) and could not be "
-                        "asked itself", f"the verdicts use the rules for {known}: {a.live_error}", None))
-        elif a.newer_than_data:
-            out.append((cid, "ok", f"{a.consumer} {a.version} is newer than cudaenv's data ({known}); asked it "
-                        "itself, and it agrees", "", None))
+        elif a.newer_than_data or a.older_than_data:
+            # A version the rules were not read for, on either side: it was asked itself.
+            age = f"newer than cudaenv's data ({known})" if a.newer_than_data else "older than cudaenv's rules"
+            rules = f"the rules for {known}" if a.newer_than_data else "the oldest rules cudaenv has"
+            out.append((cid, "ok", f"{a.consumer} {a.version} is {age}; asked it itself, and it agrees", "", None)
+                       if a.live else
+                       (cid, "warn", f"{a.consumer} {a.version} is {age} and could not be asked itself",
+                        f"the verdicts use {rules}: {a.live_error}", None))
         elif a.live:
             out.append((cid, "ok", f"{a.consumer} {a.version}: its own answer matches cudaenv's data", "", None))
     return out

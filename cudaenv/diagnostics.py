@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -129,7 +130,71 @@ class Context:
 
     @property
     def recommended(self) -> str | None:
-        return self.resolution.recommended
+        """The release to use: the project's own pin when it satisfies every rule (in the
+        resolver's candidates, and without the torch-minor or PTX warnings the resolver's
+        choice avoids), else the resolver's. A fix never replaces a working pin with the newest."""
+        r, pin = self.resolution.recommended, self.pin
+        if not r or not pin or pin[0] == r or pin[0] not in self.resolution.candidates:
+            return r
+        tc, d = self.probe.torch_cuda, self.probe.driver
+        if tc and rs.torch_accepts(pin[0], tc) != "ok":
+            return r
+        if d and rs.driver_runs(d, pin[0], self.tegra) != "full":
+            return r
+        return pin[0]
+
+    @cached_property
+    def pin(self) -> tuple[str, str, bool] | None:
+        """(release minor, file, unreadable) of the version file that selects here, when it names
+        a release: an unreadable one too if it only carries a UTF-8 BOM (Windows editors write one)."""
+        from pathlib import Path
+
+        from . import selection, versionfile
+
+        sel = self.probe.selection
+        if sel and sel.source not in ("default", versionfile.ENV_VAR) and re.fullmatch(r"\d+\.\d+(\.\d+)?", sel.version):
+            return major_minor(sel.version), sel.source, False
+        if not self.probe.selection_error or self.env.get(versionfile.ENV_VAR, "").strip(" \t"):
+            return None
+        try:
+            found = selection.find_version_file(selection.current_dir(self.env))
+            if found is None or found.name != versionfile.VERSION_FILE:
+                return None
+            data = versionfile.read_bytes(found)
+            if not data.startswith(b"\xef\xbb\xbf"):
+                return None
+            spec, _ = versionfile.parse_version_text(data[3:], str(found))
+        except (OSError, versionfile.SelectionError):
+            return None
+        text = spec.text
+        return (major_minor(text), str(Path(found)), True) if re.fullmatch(r"\d+\.\d+(\.\d+)?", text) else None
+
+    def local_step(self, release: str) -> str:
+        """`cudaenv local X`, run where the selecting .cuda-version is (a project's root, not
+        the subdirectory doctor runs in); `env -C` works from every shell."""
+        from . import selection, versionfile
+
+        pin = self.pin
+        if pin and os.path.basename(pin[1]) == versionfile.VERSION_FILE:
+            d = os.path.dirname(pin[1])
+            try:
+                here = str(selection.current_dir(self.env))
+            except versionfile.SelectionError:
+                here = None
+            if here is None or _real(d) != _real(here):
+                return f"env -C {shlex.quote(d)} cudaenv local {release}"
+        return f"cudaenv local {release}"
+
+    @property
+    def doctor_fix(self) -> str:
+        """`cudaenv doctor --fix --yes --quiet`, judging the same Python as this run."""
+        py = self.probe.python
+        return "cudaenv doctor --fix --yes --quiet" + (
+            f" --python {shlex.quote(py.executable)}" if py and py.source == "--python" else "")
+
+    @property
+    def tegra(self) -> bool:
+        return bool(self.probe.tegra)
 
     @property
     def selected_root(self) -> str | None:
@@ -189,7 +254,7 @@ class Context:
         if not self.selection_serves(r):
             if not self.installed(r):
                 steps.append(f"cudaenv install {r}")
-            steps.append(f"cudaenv local {r}")
+            steps.append(self.local_step(r))
         elif _real(self.in_use) == _real(self.selected_root):
             return None
         elif not self.is_managed(self.selected_root):
@@ -226,7 +291,7 @@ class Context:
             return None
         if self.selection_serves(r) and _real(self.selected_root) != _real(self.in_use):
             return self.toolkit_fix()
-        steps = ([] if self.installed(r) else [f"cudaenv install {r}"]) + [f"cudaenv local {r}"]
+        steps = ([] if self.installed(r) else [f"cudaenv install {r}"]) + [self.local_step(r)]
         return " && ".join(steps)
 
     def applied(self, fix: str | None) -> str | None:
@@ -429,6 +494,10 @@ def torch_toolkit(ctx: Context) -> Findings:
                           f"{ctx.in_use} via {ctx.in_use_via}. A setup.py build (BuildExtension) of a CUDA extension "
                           f"raises {text}; torch.utils.cpp_extension.load() checks nothing and compiles with {rel}.",
                           ctx.toolkit_fix())
+    elif accepts == "minor" and not rs.installable(tc) and major_minor(rel) == ctx.recommended:
+        # Nothing installs torch's own minor: the nearest release of its major is the best there is.
+        yield ctx.finding("torch-toolkit", "ok", f"torch is built with CUDA {tc}, its toolkit is {rel}: no source offers "
+                          f"{major_minor(tc)}, and cpp_extension only warns for another minor")
     elif accepts == "minor":
         yield ctx.finding("torch-toolkit", "warn", f"torch is built with CUDA {tc}, its toolkit is {rel} (minor differs)",
                           "a setup.py build (BuildExtension) only warns and load() checks nothing; binaries usually "
@@ -783,20 +852,59 @@ def ld_shadow(ctx: Context) -> Findings:
                       "another build of its CUDA libraries than it was built and tested with.", fix)
 
 
+# CUDA libraries a torch wheel loads from its own site-packages/nvidia/*/lib (through RUNPATH,
+# which LD_LIBRARY_PATH comes before).
+_SHADOWING_LIBS = ("libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so", "libcusparse.so",
+                   "libcufft.so", "libnvrtc.so", "libnvJitLink.so")
+
+
+def ld_library_path(ctx: Context) -> Findings:
+    """`ld-library-path`: a directory on LD_LIBRARY_PATH holding CUDA libraries shadows the ones
+    torch's wheel bundles in site-packages/nvidia/*/lib (unsloth#6905); cudaenv's own
+    CUDAENV_LD_LIBRARY_PATH=1 can put the selection's lib64 there."""
+    py, tc = ctx.probe.python, ctx.probe.torch_cuda
+    value = ctx.env.get("LD_LIBRARY_PATH", "")
+    if not py or not tc or not ctx.torch_version or not value:
+        return
+    bundled = [d for sp in py.site_packages for d in glob.glob(os.path.join(sp, "nvidia", "*", "lib"))]
+    if not bundled:
+        return
+    entries = value.split(":")
+    shadowing = []
+    for d in entries:
+        if not d or not os.path.isabs(d):
+            continue
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        libs = sorted({n for n in names if n.startswith(_SHADOWING_LIBS)})
+        if libs:
+            shadowing.append((d, libs))
+    if not shadowing:
+        yield ctx.finding("ld-library-path", "ok", "LD_LIBRARY_PATH holds no CUDA libraries ahead of torch's own")
+        return
+    keep = [d for d in entries if d and d not in {s[0] for s in shadowing}]
+    fix = f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH"
+    if ctx.env.get("CUDAENV_LD_LIBRARY_PATH"):
+        fix = f"unset CUDAENV_LD_LIBRARY_PATH && {fix}"
+    d, libs = shadowing[0]
+    yield ctx.finding("ld-library-path", "error", f"LD_LIBRARY_PATH puts {d} ({', '.join(libs[:3])}) ahead of torch's "
+                      f"bundled CUDA {tc} libraries",
+                      "The dynamic loader searches LD_LIBRARY_PATH before the RUNPATH torch's libraries use for "
+                      f"site-packages/nvidia/*/lib, so torch {ctx.torch_version} loads these instead: symbol errors "
+                      "(undefined symbol: ...) or another CUDA release at run time. Building extensions does not need it.",
+                      fix)
+
+
 def driver_gpu(ctx: Context) -> Findings:
-    """A driver older than the branch that introduced a GPU does not see it."""
+    """A driver older than the branch that introduced a GPU does not see it (the resolver's rule)."""
     d = ctx.probe.driver
     if not d:
         return
-    for g in ctx.probe.gpus:
-        window = rs.arch_window(g.sm)
-        need = rs.min_driver(window[0]) if window else None
-        if need and number_key(d) < number_key(need):
-            yield ctx.finding("driver-gpu", "error", f"driver {d} predates {g.name} ({g.sm})",
-                              f"{g.sm} GPUs need a driver of the branch that introduced them, >= {need} (CUDA {window[0]}); "
-                              "an older one does not see the GPU at all, so this is not a PTX question.",
-                              f"install NVIDIA driver >= {need}")
-            return
+    for f in rs.driver_gpu_findings([(g.sm, g.name) for g in ctx.probe.gpus], d, ctx.tegra):
+        verdict, explanation = f.message.split(": ", 1)
+        yield ctx.finding("driver-gpu", "error", verdict, explanation[0].upper() + explanation[1:] + ".", f.fix)
 
 
 def driver_torch(ctx: Context) -> Findings:
@@ -804,13 +912,13 @@ def driver_torch(ctx: Context) -> Findings:
     d, tc = ctx.probe.driver, ctx.probe.torch_cuda
     if not d or not tc or not ctx.torch_version:
         return
-    floor = load("drivers.json")["minor_version_compat_min"].get(str(major_of(tc)))
-    if major_of(tc) not in rs.compat_majors(d):
+    if rs.driver_runs(d, tc, ctx.tegra) == "no":
+        floor = rs.compat_floor(major_of(tc))
         need = floor or rs.min_driver(tc)
         yield ctx.finding("driver-torch", "error", f"driver {d} cannot run torch's own CUDA {tc} build",
                           f"torch {ctx.torch_version} ships CUDA {tc} libraries; CUDA {major_of(tc)}.x needs driver "
-                          f">= {floor}, whatever toolkit is installed (torch.cuda.is_available() is False).",
-                          f"install NVIDIA driver >= {need}" if need else None)
+                          f">= {need}, whatever toolkit is installed (torch.cuda.is_available() is False).",
+                          rs.driver_fix(need, d, ctx.tegra))
     else:
         yield ctx.finding("driver-torch", "ok", f"driver {d} runs torch's CUDA {tc} build")
 
@@ -820,17 +928,21 @@ def driver_toolkit(ctx: Context) -> Findings:
     d, rel = ctx.probe.driver, ctx.in_use_release
     if not d or not rel:
         return
-    dcv = rs.driver_cuda_version(d)
+    dcv = rs.driver_cuda_version(d, ctx.tegra)
     need = rs.min_driver(rel)
-    if major_of(rel) not in rs.compat_majors(d):
-        yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {major_of(rel)}.x code (toolkit {rel})",
-                          f"the {major_of(rel)}.x minor-version-compatibility floor is "
-                          f"{load('drivers.json')['minor_version_compat_min'].get(str(major_of(rel)))}.",
-                          f"install NVIDIA driver >= {need}" if need else None)
-    elif dcv and number_key(major_minor(rel)) > number_key(dcv):
+    runs = rs.driver_runs(d, rel, ctx.tegra)
+    if runs == "no":
+        floor = rs.compat_floor(major_of(rel))
+        yield ctx.finding("driver", "error", f"driver {d} cannot run CUDA {major_minor(rel)} code (toolkit {rel})",
+                          f"CUDA {major_minor(rel)} needs driver >= {need or floor}"
+                          + (f"; the {major_of(rel)}.x minor-version-compatibility floor is {floor}" if floor else "") + ".",
+                          rs.driver_fix(need or floor, d, ctx.tegra))
+    elif runs == "compat":
         yield ctx.finding("driver", "warn", f"driver {d} supports CUDA {dcv}, toolkit is {rel}",
-                          "SASS runs; PTX from this toolkit fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).",
-                          f"install NVIDIA driver >= {need}" if need else None)
+                          "SASS runs; PTX from this toolkit fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)"
+                          + ("" if need else f"; the {major_minor(rel)} release's minimum driver is not in cudaenv's data, "
+                             "so build SASS for every GPU") + ".",
+                          rs.driver_fix(need, d, ctx.tegra))
     else:
         yield ctx.finding("driver", "ok", f"driver {d} runs toolkit {rel}")
 
@@ -849,11 +961,11 @@ def jit_caches(ctx: Context) -> Findings:
         # Switching toolkits makes these stale: say so now, not on the run after the switch.
         yield ctx.finding("jit-caches", "warn", f"{len(doomed)} JIT cache entr{'y' if len(doomed) == 1 else 'ies'} built by "
                           f"{old} must be cleared after switching to {ctx.recommended}",
-                          "; ".join(e.path for e in doomed[:3]), f"{switch} && {CLEAR}" if switch else f"{CLEAR}  # after switching")
+                          "; ".join(e.path for e in doomed[:3]), f"{switch} && {ctx.doctor_fix}" if switch else f"{ctx.doctor_fix}  # after switching")
     elif stale:
         kinds = sorted({e.kind for e in stale})
         yield ctx.finding("jit-caches", "warn", f"{len(stale)} stale JIT cache entr{'y' if len(stale) == 1 else 'ies'} ({', '.join(kinds)})",
-                          "; ".join(f"{e.path}: {e.reason}" for e in stale[:3]), CLEAR)
+                          "; ".join(f"{e.path}: {e.reason}" for e in stale[:3]), ctx.doctor_fix)
     else:
         yield ctx.finding("jit-caches", "ok", f"no stale JIT caches ({len(entries)} entries checked)")
 
@@ -880,6 +992,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("venv-binding", venv_binding),
     ("libraries", library_consumers),
     ("ld-shadow", ld_shadow),
+    ("ld-library-path", ld_library_path),
     ("driver-gpu", driver_gpu),
     ("driver-torch", driver_torch),
     ("driver", driver_toolkit),
@@ -905,7 +1018,8 @@ def top_fix(ctx: Context, checks: list[Check]) -> str | None:
         tk if tk in errors else errors[0] if errors else next(iter(fixes.values())))
     cache = fixes.get("jit-caches", "")
     if CLEAR in cache and CLEAR not in top and "cudaenv local " in top:
-        top = f"{top} && {CLEAR}"
+        # The clearing as jit-caches wrote it (with --python when this run had one).
+        top = f"{top} && {cache[cache.index(CLEAR):].split('  #')[0]}"
     return top
 
 

@@ -30,6 +30,7 @@ WATCHED = {  # distribution names (normalised) -> what we report them as
     "flashinfer-python": "flashinfer",
     "flashinfer": "flashinfer",
     "triton": "triton",
+    "pytorch-triton": "triton",  # what torch from PyTorch's nightly index pulls in (3.5.0+git...)
     "vllm": "vllm",
     "sglang": "sglang",
     "deepspeed": "deepspeed",
@@ -134,6 +135,8 @@ class Probe:
     notes: list[str] = field(default_factory=list)
     flashinfer: str | None = None  # the installed FlashInfer's version, or --flashinfer's
     gpu_tried: list[str] = field(default_factory=list)  # how GPUs were looked for, when none was found
+    tegra: str | None = None  # a Jetson's L4T release line (/etc/nv_tegra_release), or why it is one
+    platform: str = "x86_64"  # uname -m the plan is for (this machine's, or --platform's): torch's archs differ
 
     @property
     def archs(self) -> list[str]:
@@ -298,6 +301,25 @@ def proc_driver_version(env) -> str | None:
         return None
     m = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
     return m.group(1) if m else None
+
+
+# Jetson boards (L4T / JetPack) write their BSP release here; the GPU names say it too.
+TEGRA_RELEASE_ENV = "CUDAENV_TEGRA_RELEASE"
+_TEGRA_GPU_RE = re.compile(r"\b(Thor|Orin|Xavier|Tegra)\b")
+
+
+def tegra_release(env, gpus) -> str | None:
+    """The L4T release line of a Jetson (Tegra) machine, or None on any other machine. Its driver
+    ships with JetPack and is numbered by branch only (580.00 on Thor)."""
+    path = settings.get(TEGRA_RELEASE_ENV, env)
+    try:
+        line = store.read_head(path, 4096).strip().splitlines()
+        if line:
+            return line[0].lstrip("# ").strip()[:200]
+    except OSError:
+        pass
+    named = next((g.name for g in gpus if _TEGRA_GPU_RE.search(g.name)), None)
+    return f"Tegra GPU ({named})" if named else None
 
 
 def gpu_tried(env) -> list[str]:
@@ -568,9 +590,15 @@ def current_selection(env, cwd=None) -> tuple[SelectedToolkit | None, str | None
 
 
 def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, driver: str | None = None,
-          no_gpu: bool = False, env=None, cwd=None, flashinfer: str | None = None) -> Probe:
+          no_gpu: bool = False, env=None, cwd=None, flashinfer: str | None = None,
+          platform: str | None = None) -> Probe:
     """Everything the resolver and the doctor look at. Raises ProbeInputError on bad overrides."""
+    from .sources import arch
+
     env = os.environ if env is None else env
+    if platform and platform not in arch.ARCHES:
+        raise ProbeInputError(f"invalid --platform {platform!r}: allowed are {', '.join(arch.ARCHES)}")
+    platform = platform or (arch.machine() if arch.machine() in arch.ARCHES else "x86_64")
     archs = [normalize_arch(a) for a in archs]
     if torch_cuda:
         torch_cuda = check_torch_cuda(torch_cuda)
@@ -580,6 +608,10 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         driver = check_driver(driver)
     gpus, gsrc, drv, dsrc = gpus_and_driver(env, archs, driver, no_gpu)
     py = python_env(python, env)
+    if python and py and py.error:
+        # A Python named on the command line that does not run is a mistake, not "no torch".
+        raise ProbeInputError(f"invalid --python {python!r}: {py.error.split(': ', 1)[1]}; allowed is the path of a "
+                              "Python interpreter that runs")
     sel, sel_err = current_selection(env, cwd)
     lookups = [torch_lookup(env), torch_lookup(env, "flashinfer"), cmake_lookup(env, sel.root if sel else None)]
     tl = triton_lookup(env, py)
@@ -595,4 +627,5 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
         torch_cuda=torch_cuda or (py.torch_cuda if py else None), notes=notes,
         flashinfer=flashinfer or (py.version("flashinfer") if py else None),
         gpu_tried=gpu_tried(env) if gsrc == "none" else [],
+        tegra=None if gsrc == "--arch" else tegra_release(env, gpus), platform=platform,
     )

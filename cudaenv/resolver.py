@@ -51,12 +51,15 @@ def arch_window(sm: str) -> list[str]:
 
 
 def _min_driver_by_minor() -> dict[str, str]:
-    """The GA (lowest patch) minimum driver of each minor: a driver that runs X.Y.0 runs X.Y."""
+    """The GA minimum driver of each minor: a driver that runs X.Y.0 runs X.Y. A release
+    candidate is no GA (11.0.1 RC needed 450.36.06, 11.0 GA 450.51.05). 10.x rows too: doctor
+    judges a 10.x toolkit it finds by them."""
     out: dict[str, str] = {}
-    table = load("drivers.json")["toolkit_min_driver"]
+    data = load("drivers.json")
+    table = {**data.get("toolkit_min_driver_before_11", {}), **data["toolkit_min_driver"]}
     for rel in sorted(table, key=number_key):
         d = table[rel]["min_driver"]
-        if d and major_minor(rel) not in out:
+        if d and major_minor(rel) not in out and " RC" not in table[rel].get("label", ""):
             out[major_minor(rel)] = d
     return out
 
@@ -65,16 +68,80 @@ def min_driver(release: str) -> str | None:
     return _min_driver_by_minor().get(major_minor(release))
 
 
-def driver_cuda_version(driver: str) -> str | None:
+def meets(driver: str, need: str, tegra: bool = False) -> bool:
+    """driver >= need. A Tegra (Jetson) driver comes with L4T and numbers only its branch
+    ("580.00" on Jetson Thor): NVIDIA's rules for Tegra compare the branch, so only it counts."""
+    if tegra:
+        return number_key(driver)[0] >= number_key(need)[0]
+    return number_key(driver) >= number_key(need)
+
+
+def driver_cuda_version(driver: str, tegra: bool = False) -> str | None:
     """The newest CUDA minor whose minimum driver this driver meets (what nvidia-smi calls CUDA Version)."""
-    ok = [r for r, d in _min_driver_by_minor().items() if number_key(driver) >= number_key(d)]
+    ok = [r for r, d in _min_driver_by_minor().items() if meets(driver, d, tegra)]
     return max(ok, key=number_key) if ok else None
 
 
-def compat_majors(driver: str) -> list[int]:
+def compat_majors(driver: str, tegra: bool = False) -> list[int]:
     """Majors whose minor-version-compatibility floor this driver meets."""
     floors = load("drivers.json")["minor_version_compat_min"]
-    return sorted(int(m) for m, floor in floors.items() if number_key(driver) >= number_key(floor))
+    return sorted(int(m) for m, floor in floors.items() if meets(driver, floor, tegra))
+
+
+def compat_floor(major: int) -> str | None:
+    return load("drivers.json")["minor_version_compat_min"].get(str(major))
+
+
+# The L4T driver branch of the first JetPack with each CUDA major: JetPack 6 (L4T R36, driver
+# 540.x) brought 12.x to Orin, JetPack 7 (R38, driver 580.00) 13.x to Thor.
+TEGRA_BRANCH_FLOOR = {12: 540, 13: 580}
+
+
+def driver_runs(driver: str, release: str, tegra: bool = False) -> str:
+    """How a driver runs code of a CUDA release: "full" (it meets the release's own minimum:
+    PTX JIT included), "compat" (minor-version compatibility of its major: SASS runs, PTX
+    from the release fails to JIT) or "no". Drivers are backward compatible: 470 runs 10.1."""
+    if tegra:
+        # L4T drivers follow their own numbering (JetPack 6's 540.x runs CUDA 12.6, Thor's
+        # 580.00 13.0): only the branch of each major's first Tegra driver says anything.
+        floor = TEGRA_BRANCH_FLOOR.get(major_of(release))
+        return "full" if floor is None or number_key(driver)[0] >= floor else "no"
+    need = min_driver(release)
+    if need and meets(driver, need, tegra):
+        return "full"
+    return "compat" if major_of(release) in compat_majors(driver, tegra) else "no"
+
+
+def driver_fix(need: str | None, driver: str | None, tegra: bool = False) -> str | None:
+    """`install NVIDIA driver >= need`, or None when there is no such number or the driver
+    already meets it (a fix the current state satisfies would loop). On Tegra the driver is
+    part of JetPack: no driver of the desktop branches installs there."""
+    if not need or (driver and meets(driver, need, tegra)):
+        return None
+    if tegra:
+        return f"upgrade JetPack to a release whose L4T driver is of branch {number_key(need)[0]} or newer"
+    return f"install NVIDIA driver >= {need}"
+
+
+def driver_for_gpu(sm: str) -> tuple[str, str] | None:
+    """(release, driver) a GPU needs: the minimum driver of the first release that targets it.
+    An older driver predates the GPU and does not see it, whatever toolkit is installed."""
+    window = arch_window(sm)
+    need = min_driver(window[0]) if window else None
+    return (window[0], need) if need else None
+
+
+def driver_gpu_findings(gpus, driver: str, tegra: bool = False) -> list[Finding]:
+    """One `driver-gpu` error for the first GPU (sm, name) the driver predates: the rule the
+    resolver and doctor share. A Tegra GPU is part of the SoC its L4T driver was built for."""
+    for sm, name in [] if tegra else gpus:
+        need = driver_for_gpu(sm)
+        if need and number_key(driver) < number_key(need[1]):
+            return [Finding("error", "driver-gpu", f"driver {driver} predates {name if name == sm else f'{name} ({sm})'}: {sm} GPUs need a driver "
+                            f"of the branch that introduced them, >= {need[1]} (CUDA {need[0]}); an older one does "
+                            "not see the GPU at all, so this is not a PTX question",
+                            driver_fix(need[1], driver), "cudaenv/data/drivers.json, cudaenv/data/arch_support.json")]
+    return []
 
 
 # --- torch builds ------------------------------------------------------------------------------
@@ -97,9 +164,12 @@ def _covers(build: dict, sm: str) -> bool:
     return False
 
 
-def torch_builds(torch_version: str | None = None, variant: str | None = None) -> list[tuple[str, str, dict]]:
-    """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`."""
-    table = load("torch_builds.json")["builds"]
+def torch_builds(torch_version: str | None = None, variant: str | None = None,
+                 platform: str = "x86_64") -> list[tuple[str, str, dict]]:
+    """(torch minor, variant, build) rows, limited to one torch minor or to releases shipping `variant`.
+    Each platform's wheels carry their own archs: aarch64 knows only the builds read for it."""
+    data = load("torch_builds.json")
+    table = data["builds"] if platform == "x86_64" else data.get("platforms", {}).get(platform, {}).get("builds", {})
     rows: list[tuple[str, str, dict]] = []
     for tv in sorted(table, key=number_key):
         if torch_version and major_minor(torch_version) != tv:
@@ -110,23 +180,23 @@ def torch_builds(torch_version: str | None = None, variant: str | None = None) -
     return rows
 
 
-def torch_build(torch_version: str | None, variant: str) -> dict | None:
+def torch_build(torch_version: str | None, variant: str, platform: str = "x86_64") -> dict | None:
     """The build a torch install has: its own release's when known, else the newest release shipping it."""
-    rows = [r for r in torch_builds(torch_version, variant) if r[1] == variant]
+    rows = [r for r in torch_builds(torch_version, variant, platform) if r[1] == variant]
     if not rows and torch_version:
-        rows = [r for r in torch_builds(None, variant) if r[1] == variant]
+        rows = [r for r in torch_builds(None, variant, platform) if r[1] == variant]
     return rows[-1][2] if rows else None
 
 
-def covering_build(archs, torch_version, variant, fits) -> tuple[str, str] | None:
+def covering_build(archs, torch_version, variant, fits, platform: str = "x86_64") -> tuple[str, str] | None:
     """(torch minor, variant) of the closest torch build with kernels for every arch whose CUDA
     release `fits`; same CUDA major as `variant` preferred, then the nearest release, then newer torch."""
     here = number_key(variant_release(variant))
     best = None
-    rows = torch_builds(torch_version, variant)
-    if torch_version and not any(all(_covers(b, a) for a in archs) and fits(variant_release(v)) for _, v, b in rows):
-        # This torch version has no build that fits: look at every torch version.
-        rows = torch_builds(None, None)
+    rows = torch_builds(torch_version, variant, platform)
+    if not any(all(_covers(b, a) for a in archs) and fits(variant_release(v)) for _, v, b in rows):
+        # This torch version (or variant) has no build that fits: look at every torch build.
+        rows = torch_builds(None, None, platform)
     for tv, v, b in rows:
         rel = variant_release(v)
         if not all(_covers(b, a) for a in archs) or not fits(rel):
@@ -157,8 +227,26 @@ def torch_accepts(release: str, torch_cuda: str) -> str:
     return "ok" if major_minor(release) == major_minor(torch_cuda) else "minor"
 
 
-def torch_fix(torch_minor: str, variant: str) -> str:
-    return f"pip install 'torch=={torch_minor}.*' --index-url {TORCH_INDEX.format(variant=variant)}"
+def torch_wheel_version(torch_minor: str, variant: str, installed: str | None = None) -> str:
+    """The exact version to ask for: `2.9.1+cu128`. pip and uv keep an installed torch that
+    satisfies the requirement, and 2.9.0+cu130 satisfies `torch==2.9.*`: only a local version
+    that names the build makes them replace it. The installed torch's own release when it is
+    of that minor (every release of a minor ships every build of it), else the newest release
+    of the minor that a wheel was read for."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        public = Version(installed).public if installed else None
+    except InvalidVersion:
+        public = None
+    if not public or major_minor(public) != torch_minor:
+        public = load("torch_builds.json").get("newest_release", {}).get(torch_minor, f"{torch_minor}.0")
+    return f"{public}+{variant}"
+
+
+def torch_fix(torch_minor: str, variant: str, installed: str | None = None) -> str:
+    return (f"pip install 'torch=={torch_wheel_version(torch_minor, variant, installed)}' "
+            f"--index-url {TORCH_INDEX.format(variant=variant)}")
 
 
 # --- the result --------------------------------------------------------------------------------
@@ -318,6 +406,24 @@ def flashinfer_constraints(version: str, archs) -> list[Constraint]:
     return out
 
 
+# Consumers that build the arch-specific target of a GPU (compute_90a for sm_90: FlashInfer's
+# and SGLang's Hopper kernels use wgmma/TMA), which needs the release that first has it.
+ARCH_SPECIFIC = {"sm_90": "sm_90a"}
+
+
+def arch_specific_constraints(archs, consumers: dict) -> list[Constraint]:
+    out = []
+    for name, version in consumers.items():
+        for sm in archs:
+            target = ARCH_SPECIFIC.get(sm)
+            window = arch_window(target) if version and target else []
+            if target and window:
+                out.append(Constraint("flashinfer" if name == "FlashInfer" else "sglang",
+                                      f"{name} {version} builds {target.replace('sm_', 'compute_')} for {sm}: "
+                                      f"first in {window[0]}", ARCH_SOURCE, min=window[0]))
+    return out
+
+
 def _sm_num(sm: str) -> int:
     m = re.match(r"sm_(\d+)", sm)
     if m is None:  # targets come from the probe, which checked them, and from the shipped data
@@ -333,26 +439,34 @@ def _in_sm_range(sm: str, lo: str | None, hi: str | None) -> bool:
     return not (hi and n > _sm_num(hi))
 
 
-def driver_constraint(driver: str) -> Constraint | None:
-    majors = compat_majors(driver)
+def driver_constraint(driver: str, tegra: bool = False) -> Constraint | None:
+    """The releases a driver runs: every one whose own minimum it meets, and every one of a
+    major whose minor-version-compatibility floor it meets. Both grow with the release, so
+    the allowed releases are those up to the newest it runs."""
     floors = load("drivers.json")["minor_version_compat_min"]
-    src = "cudaenv/data/drivers.json (minor-version compatibility floors)"
-    if not majors:
-        return Constraint("driver", f"driver {driver} is below every supported floor ({', '.join(f'{m}.x >= {f}' for m, f in floors.items())})",
+    src = "cudaenv/data/drivers.json (minimum drivers and minor-version compatibility floors)"
+    runs = [r for r in releases() if driver_runs(driver, r, tegra) != "no"]
+    majors = compat_majors(driver, tegra)
+    newer = [m for m in floors if not majors or int(m) > max(majors)]
+    if not runs:
+        return Constraint("driver", f"driver {driver} is older than every release's minimum ({releases()[0]} needs "
+                          f">= {min_driver(releases()[0])}; {', '.join(f'{m}.x >= {f}' for m, f in floors.items())})",
                           src, impossible=True)
-    top = max(majors)
-    newer = [m for m in floors if int(m) > top]
-    if not newer:
+    if runs[-1] == releases()[-1]:
         return None
-    top_release = max((r for r in releases() if major_of(r) == top), key=number_key)
-    return Constraint("driver", f"driver {driver} runs CUDA {'/'.join(f'{m}.x' for m in majors)} "
-                      f"({newer[0]}.x needs >= {floors[newer[0]]})", src, max=top_release)
+    if majors:
+        reason = f"driver {driver} runs CUDA {'/'.join(f'{m}.x' for m in majors)} ({newer[0]}.x needs >= {floors[newer[0]]})"
+    else:
+        reason = (f"driver {driver} runs CUDA up to {runs[-1]} (its minimum driver); minor-version compatibility "
+                  f"across {newer[0]}.x needs >= {floors[newer[0]]}")
+    return Constraint("driver", reason, src, max=runs[-1])
 
 
 # --- the resolver ------------------------------------------------------------------------------
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
-                flashinfer: str | None = None, torch_archs: list[str] | None = None) -> Resolution:
+                flashinfer: str | None = None, torch_archs: list[str] | None = None,
+                tegra: bool = False, platform: str = "x86_64", sglang: str | None = None) -> Resolution:
     """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
     `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds."""
     archs = list(dict.fromkeys(archs))
@@ -361,37 +475,44 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         constraints.append(torch_constraint(torch_cuda))
     if flashinfer:
         constraints += flashinfer_constraints(flashinfer, archs)
+    constraints += arch_specific_constraints(archs, {"FlashInfer": flashinfer, "SGLang": sglang})
     if driver:
-        dc = driver_constraint(driver)
+        dc = driver_constraint(driver, tegra)
         if dc:
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
-              "flashinfer": flashinfer, "torch_archs": torch_archs}
+              "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra, "platform": platform,
+              "sglang": sglang}
     findings: list[Finding] = unknown_arch_findings(archs)
+    if driver:
+        findings += driver_gpu_findings([(a, a) for a in archs], driver, tegra)
     unknown_torch = torch_unknown_finding(torch_cuda) if torch_cuda else None
     if unknown_torch:
         findings.append(unknown_torch)
     candidates = [r for r in releases() if all(c.allows(r) for c in constraints)]
     if torch_cuda and archs and not unknown_torch:
-        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs)
+        findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs, platform)
     if not candidates:
         if not unknown_torch and not any(f.rule == "unknown-arch" for f in findings):
-            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints))
+            findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver, tegra, platform))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
+    # Recommend a release some source installs (redist starts at 11.4): a fix naming 11.3
+    # would fail, and another minor of torch's major only warns.
+    pool = [r for r in candidates if installable(r)] or candidates
     if torch_cuda:
-        above = [r for r in candidates if number_key(r) >= number_key(torch_cuda)]
-        recommended = above[0] if above else candidates[-1]
+        above = [r for r in pool if number_key(r) >= number_key(torch_cuda)]
+        recommended = above[0] if above else pool[-1]
     else:
-        recommended = candidates[-1]
+        recommended = pool[-1]
         # A driver runs every release up to its own CUDA version fully (PTX JIT included):
         # prefer the newest of those over a newer one that would only half work.
-        dcv = driver_cuda_version(driver) if driver else None
-        full = [r for r in candidates if dcv and number_key(r) <= number_key(dcv)]
+        dcv = driver_cuda_version(driver, tegra) if driver else None
+        full = [r for r in pool if dcv and number_key(r) <= number_key(dcv)]
         if full:
             recommended = full[-1]
     if driver:
-        findings += driver_findings(driver, minimum, recommended)
+        findings += driver_findings(driver, minimum, recommended, tegra)
     if torch_cuda and torch_accepts(recommended, torch_cuda) != "ok":
         findings.append(Finding("warning", "torch", f"torch is built with CUDA {torch_cuda} and the toolkit would be "
                                 f"{recommended}: a different minor only warns when building extensions",
@@ -399,16 +520,27 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
     return Resolution(minimum, recommended, candidates, constraints, findings, inputs)
 
 
+def installable(release: str) -> bool:
+    """Some source cudaenv knows offers this minor: a pinned redist manifest (11.4.2 on), or
+    PyPI's cuda-toolkit (13.0 on, whose nvcc nvcc_releases.json lists)."""
+    minor = major_minor(release)
+    pinned = {major_minor(r) for r in load("redist_pins.json")["manifests"]}
+    nvcc = load("nvcc_releases.json")
+    known = set(nvcc["nvcc_to_release"].values()) | {r for rs in nvcc["nvcc_in_several_releases"].values() for r in rs}
+    return minor in pinned or (major_of(minor) >= 13 and any(major_minor(r) == minor for r in known))
+
+
 def switch_fix(release: str) -> str:
     """Install (when needed, cudaenv says so) and select `release` for this directory."""
     return f"cudaenv install {release} && cudaenv local {release}"
 
 
-def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs=None) -> list[Finding]:
+def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs=None,
+                        platform: str = "x86_64") -> list[Finding]:
     variant = torch_variant(torch_cuda)
     # The installed torch's own list, when read, is the truth about it; the table is for
     # a torch named only by --torch-cuda, or one whose library did not say.
-    build = as_build(torch_archs) if torch_archs else torch_build(torch_version, variant)
+    build = as_build(torch_archs) if torch_archs else torch_build(torch_version, variant, platform)
     source = ("torch.cuda.get_arch_list() of the installed torch (its lib/libtorch_python.so)" if torch_archs
               else "cudaenv/data/torch_builds.json")
     if build is None:
@@ -417,18 +549,20 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
     if not missing:
         return []
     label = f"torch {major_minor(torch_version)}+{variant}" if torch_version else f"torch {variant}"
+    label += f" ({platform})" if platform != "x86_64" else ""
     others = [c for c in constraints if c.rule != "torch"]
-    way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
+    way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others), platform)
     fix = None
     if way:
-        fix = f"{torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
+        fix = f"{torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
     return [Finding("error", "torch-arch",
                     f"{label} lacks {', '.join(missing)}: its own kernels cover {', '.join(build['sm'])}"
                     + (f" (+PTX {build['ptx']})" if build.get("ptx") else ""),
                     fix, source)]
 
 
-def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding:
+def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: str | None = None,
+                       tegra: bool = False, platform: str = "x86_64") -> Finding:
     why = "; ".join(f"{c.reason} [{c.describe()}]" for c in constraints)
     others = [c for c in constraints if c.rule != "torch"]
     fits = [r for r in releases() if all(c.allows(r) for c in others)]
@@ -436,25 +570,26 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
     if torch_cuda and drv and not drv[0].allows(f"{major_of(torch_cuda)}.0"):
         # The driver, not the toolkit, blocks torch's own build: any toolkit of torch's major
         # would leave torch unable to start. Upgrading the driver keeps torch as installed.
-        need = min_driver(torch_cuda) or load("drivers.json")["minor_version_compat_min"].get(str(major_of(torch_cuda)))
+        need = min_driver(torch_cuda) or compat_floor(major_of(torch_cuda))
         msg = f"the driver cannot run torch {torch_variant(torch_cuda)}: {drv[0].reason}"
-        way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others))
+        way = covering_build(archs, torch_version, torch_variant(torch_cuda), lambda r: all(c.allows(r) for c in others),
+                             platform)
         if way:
-            msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way)} && {switch_fix(variant_release(way[1]))}"
-        return Finding("error", "impossible", msg, f"install NVIDIA driver >= {need}" if need else None,
-                       "cudaenv/data/drivers.json")
+            msg += f". Or keep the driver and use torch {way[0]}+{way[1]}: {torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
+        return Finding("error", "impossible", msg, driver_fix(need, drv_in, tegra), "cudaenv/data/drivers.json")
     if torch_cuda and fits:
         variant = torch_variant(torch_cuda)
-        way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others))
+        way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others), platform)
         blocking = [c.reason for c in others if not any(c.allows(r) and major_of(r) == major_of(torch_cuda) for r in releases())]
         msg = (f"no CUDA {major_of(torch_cuda)}.x toolkit fits torch {variant}: " + "; ".join(blocking or [why]))
         if way:
             tk = variant_release(way[1])
             tk = tk if tk in fits else next((r for r in fits if number_key(r) >= number_key(tk)), fits[-1])
             return Finding("error", "impossible", msg + f". Way out: use torch {way[0]}+{way[1]} and toolkit {tk}",
-                           f"{torch_fix(*way)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
-        return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}",
-                       switch_fix(fits[-1]))
+                           f"{torch_fix(*way, torch_version)} && {switch_fix(tk)}", "cudaenv/data/torch_builds.json")
+        # No known torch build fits: a toolkit switch alone would leave torch refusing it.
+        return Finding("error", "impossible", msg + f"; toolkits {fits[0]}-{fits[-1]} fit without torch {variant}, and "
+                       f"no torch build cudaenv knows for {platform} has kernels for {', '.join(archs)}", None)
     windows = [c for c in constraints if c.rule == "gpu-arch"]
     if len(windows) > 1 and not [r for r in releases() if all(c.allows(r) for c in windows)]:
         return Finding("error", "impossible", "no single toolkit compiles native code for every GPU: "
@@ -462,23 +597,32 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints) -> Finding
                        + ". Way out: restrict CUDA_VISIBLE_DEVICES to one generation, or build per GPU", None)
     drv = [c for c in constraints if c.rule == "driver"]
     if drv:
-        need = [r for r in releases() if all(c.allows(r) for c in constraints if c.rule != "driver")]
-        if need:
-            d = min_driver(need[0])
-            return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {need[0]} is the lowest "
+        rest = [r for r in releases() if all(c.allows(r) for c in constraints if c.rule != "driver")]
+        if rest:
+            d = min_driver(rest[0])
+            return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {rest[0]} is the lowest "
                            f"release that fits the rest" + (f" and needs driver >= {d}" if d else ""),
-                           f"install NVIDIA driver >= {d}" if d else None)
+                           driver_fix(d, drv_in, tegra))
     return Finding("error", "impossible", f"no toolkit release satisfies: {why}", None)
 
 
-def driver_findings(driver, minimum, recommended) -> list[Finding]:
-    dcv = driver_cuda_version(driver)
-    if dcv and number_key(recommended) > number_key(dcv):
-        return [Finding("warning", "driver", f"driver {driver} supports CUDA {dcv}; {recommended} is newer: "
-                        "SASS runs, but PTX built by it fails to JIT (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
-                        f"install NVIDIA driver >= {min_driver(recommended) or 'the ' + recommended + ' release driver'}",
-                        "cudaenv/data/drivers.json")]
-    return []
+def driver_findings(driver, minimum, recommended, tegra: bool = False) -> list[Finding]:
+    dcv = driver_cuda_version(driver, tegra)
+    if driver_runs(driver, recommended, tegra) != "compat":
+        return []
+    need = min_driver(recommended)
+    base = f"driver {driver} supports CUDA {dcv or 'no release fully'}; {recommended} is newer"
+    if need:
+        return [Finding("warning", "driver", f"{base}: SASS runs, but PTX built by it fails to JIT "
+                        "(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)", driver_fix(need, driver, tegra), "cudaenv/data/drivers.json")]
+    # NVIDIA has not published this release's minimum where cudaenv could read it: say what
+    # is known, and print no placeholder for a fix.
+    floor = compat_floor(major_of(recommended))
+    return [Finding("warning", "driver", f"{base}: it runs through {major_of(recommended)}.x minor-version "
+                    f"compatibility (driver >= {floor}), so SASS runs, but PTX built by {recommended} JITs only on a "
+                    f"driver of the {recommended} release, whose minimum cudaenv's data does not know. Build SASS for "
+                    "every GPU (-gencode arch=compute_XY,code=sm_XY), or install the driver NVIDIA's "
+                    f"{recommended} release notes name", None, "cudaenv/data/drivers.json")]
 
 
 def resolve(probe=None, **probe_args) -> Resolution:
@@ -486,7 +630,8 @@ def resolve(probe=None, **probe_args) -> Resolution:
     if probe is None:
         probe = run_probe(**probe_args)
     return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
-                     torch_archs_for(probe))
+                     torch_archs_for(probe), bool(probe.tegra), probe.platform,
+                     probe.python.version("sglang") if probe.python else None)
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

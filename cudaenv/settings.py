@@ -130,6 +130,8 @@ _TABLE = (
     Setting("CUDAENV_LIVE_TIMEOUT", "60", "Seconds each live consumer probe may take.", "consumers"),
     Setting("CUDAENV_PROC_DRIVER_VERSION", "/proc/driver/nvidia/version", "The driver version file read "
             "when nvidia-smi is missing (tests).", "machine"),
+    Setting("CUDAENV_TEGRA_RELEASE", "/etc/nv_tegra_release", "The L4T release file that marks a Jetson "
+            "(Tegra) machine, whose driver is judged by its branch (tests).", "machine"),
     Setting("CUDAENV_CONSUMER_DEFAULT_ROOT", "/usr/local/cuda", "The toolkit a consumer falls back to when "
             "nothing selects one (tests).", "machine"),
     Setting("CUDAENV_LIBCUDA_DIRS", "", "Replaces the system directories the doctor searches for "

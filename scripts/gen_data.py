@@ -16,6 +16,9 @@
         the GPU targets each release's ptxas accepts, read from the binaries of
         NVIDIA's nvidia-cuda-nvcc wheels (`ptxas --help`; 13.x also
         `nvcc --list-gpu-code`), or from toolkits already on this machine.
+    gen_data.py triton [--check]
+        consumers.json's triton.ptxas_by_arch and bundled_ptxas from the facts
+        scripts/triton_wheel_ptxas.py reads out of Triton's wheels (get_ptxas, bundled ptxas).
     gen_data.py torch-builds [--check]
         torch_builds.json's builds that a PyPI wheel was read for (the facts
         scripts/torch_wheel_archs.py records in scripts/data/torch_wheel_archs.json)
@@ -425,6 +428,26 @@ def torch_builds_data(table: dict, facts: dict) -> dict:
         out["builds"].setdefault(minor, {})[variant] = _wheel_build(minor, variant, rs)
         out["pypi_default"][minor] = variant
     out["pypi_default"] = dict(sorted(out["pypi_default"].items(), key=lambda kv: _key(kv[0])))
+    # The newest release of each minor a wheel was read for: the exact version a torch fix asks
+    # for (pip keeps an installed 2.9.0+cu130 for `torch==2.9.*`, so fixes name `2.9.1+cu128`).
+    newest: dict[str, str] = dict(out.get("newest_release", {}))
+    for version in facts["wheels"]:
+        have = newest.get(_minor(version))
+        if have is None or _key(version) > _key(have):
+            newest[_minor(version)] = version
+    out["newest_release"] = dict(sorted(newest.items(), key=lambda kv: _key(kv[0])))
+    # Other platforms' wheels carry other archs (aarch64 2.15.0+cu132: sm_110, no sm_75): each
+    # platform's builds are its own reads only, never assumed from x86_64's.
+    platforms: dict[str, dict] = {}
+    for platform, wheels in sorted(facts.get("wheels_by_platform", {}).items()):
+        preads: dict[tuple[str, str], list[dict]] = {}
+        for version in sorted(wheels, key=_key):
+            preads.setdefault((_minor(version), wheels[version]["variant"]), []).append(wheels[version])
+        table: dict[str, dict] = {}
+        for (minor, variant), rs in preads.items():
+            table.setdefault(minor, {})[variant] = _wheel_build(minor, variant, rs)
+        platforms[platform] = {"builds": table}
+    out["platforms"] = platforms
     # A PTX target that no wheel showed, where every wheel read of that variant has none (as
     # pytorch/pytorch#172352's "12.0+PTX" for cu130): not taken; the SASS list stays, unverified.
     read_ptx = {(m, v): any(r["ptx"] for r in rs) for (m, v), rs in reads.items()}
@@ -473,6 +496,8 @@ def torch_builds(args) -> int:
         changed += [f"pypi_default {m}: has {have['pypi_default'].get(m)}, the facts make {v}"
                     for m, v in want["pypi_default"].items() if have["pypi_default"].get(m) != v]
         changed += ["_sources differ"] if have["_sources"] != want["_sources"] else []
+        changed += ["newest_release differs"] if have.get("newest_release") != want["newest_release"] else []
+        changed += ["platforms differ"] if have.get("platforms") != want["platforms"] else []
         for item in changed:
             print(f"MISMATCH torch_builds.json {item}")
         return 1 if changed else 0
@@ -581,6 +606,47 @@ def library_consumers(args) -> int:
         return 0
     data["libraries"] = fresh
     save("consumers.json", data)
+# --- Triton's ptxas rules read from its wheels -----------------------------------------------
+
+TRITON_FACTS = Path(__file__).resolve().parent / "data" / "triton_wheels.json"
+
+
+def triton_data(consumers: dict, facts: dict) -> dict:
+    """consumers.json's triton part as the wheel facts make it: per minor, the arch from which
+    get_ptxas picks ptxas-blackwell and the versions of both bundled ptxas."""
+    out = copy.deepcopy(consumers)
+    t = out["triton"]
+    for version, r in sorted(facts["wheels"].items(), key=lambda kv: _key(kv[0])):
+        minor = _minor(version)
+        ptxas = r["bundled"].get("ptxas")
+        src = f"triton {version} wheel ({r['wheel']}, sha256 {r['sha256']}): bin/ptxas --version"
+        if ptxas:
+            t["bundled_ptxas"][minor] = {"version": ptxas, "release": _minor(ptxas), "source": src}
+        if r["blackwell_from"] is not None:
+            t["ptxas_by_arch"][minor] = {
+                "blackwell_from": r["blackwell_from"],
+                "ptxas": {"env": "TRITON_PTXAS_PATH", "binary": "ptxas", "version": ptxas},
+                "ptxas_blackwell": {"env": "TRITON_PTXAS_BLACKWELL_PATH", "binary": "ptxas-blackwell",
+                                    "version": r["bundled"].get("ptxas-blackwell")},
+                "source": f"get_ptxas() in triton/backends/nvidia/compiler.py of {r['wheel']}, read by "
+                          "scripts/triton_wheel_ptxas.py"}
+    t["bundled_ptxas"] = dict(sorted(t["bundled_ptxas"].items(), key=lambda kv: _key(kv[0])))
+    rule = t["ptxas_by_arch"].pop("_rule")
+    t["ptxas_by_arch"] = {"_rule": rule, **dict(sorted(t["ptxas_by_arch"].items(), key=lambda kv: _key(kv[0])))}
+    return out
+
+
+def triton(args) -> int:
+    have = load("consumers.json")
+    want = triton_data(have, json.loads(TRITON_FACTS.read_text()))
+    if args.check:
+        if have != want:
+            print("MISMATCH consumers.json triton: scripts/data/triton_wheels.json makes "
+                  + json.dumps(want["triton"]["ptxas_by_arch"], sort_keys=True)[:400])
+            return 1
+        return 0
+    save("consumers.json", want)
+    print(f"wrote {DATA / 'consumers.json'}")
     return 0
 
 
@@ -604,13 +670,15 @@ def main(argv=None) -> int:
     lc = sub.add_parser("library-consumers", help="cuda-pathfinder's search, read from its wheel")
     lc.add_argument("--check", action="store_true")
     lc.add_argument("--pathfinder", help="a cuda_pathfinder wheel (default: download the pinned one from PyPI)")
+    tr = sub.add_parser("triton", help="apply the Triton wheel facts to consumers.json's triton rules")
+    tr.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
     if args.what is None:
         if not args.check_all:
             p.error("name a subcommand, or give --check to compare the data with PyPI")
         return pypi_check(args)
     return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check,
-            "torch-builds": torch_builds, "library-consumers": library_consumers}[args.what](args)
+            "torch-builds": torch_builds, "library-consumers": library_consumers, "triton": triton}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ https://developer.download.nvidia.com/compute/cuda/redist/, see its
 PROVENANCE.md) and writes, for cudaenv/pins.py:
 
     manifests   release -> sha256 of the manifest's canonical JSON
-    archives    relative_path -> [sha256, size], for linux-x86_64 and linux-sbsa
+    archives    relative_path -> [sha256, size], for linux-x86_64, linux-sbsa and linux-aarch64
 
 Two copies of one release that differ in content, or two releases that list
 one archive path with different hashes, are an error: the pins must agree
@@ -74,7 +74,7 @@ def collect(redist: Path) -> tuple[dict, dict]:
 def render(redist: Path) -> str:
     manifests, archives = collect(redist)
     about = {
-        "what": "sha256 of NVIDIA's CUDA redist manifests (canonical JSON) and archives (linux-x86_64, linux-sbsa)",
+        "what": "sha256 of NVIDIA's CUDA redist manifests (canonical JSON) and archives (linux-x86_64, linux-sbsa, linux-aarch64)",
         "from": "https://developer.download.nvidia.com/compute/cuda/redist/redistrib_X.Y.Z.json",
         "generated_by": "scripts/gen_pins.py --redist tests/data/redist",
     }

@@ -61,6 +61,13 @@ FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
 WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
 # Older releases are tagged manylinux1_x86_64 (2.6.0) or manylinux_2_17_x86_64.manylinux2014_x86_64.
 _WHEEL_TAG_RE = r"cp312-cp312-manylinux[0-9a-z_.]*_x86_64"
+# The platforms PyPI ships CUDA torch wheels for; each machine's facts are kept apart
+# (aarch64's 2.15.0+cu132 carries sm_110, x86_64's does not).
+PLATFORMS = ("x86_64", "aarch64")
+
+
+def _tag_re(platform: str) -> str:
+    return _WHEEL_TAG_RE.replace("x86_64", platform)
 FATBIN_MAGIC = 0xBA55ED50
 KIND_PTX, KIND_ELF = 1, 2
 FLAG_ARCH_SPECIFIC, FLAG_FAMILY = 0x100000, 0x200000
@@ -193,12 +200,32 @@ def as_cuobjdump_lists(entries: list[tuple[str, str]]) -> collections.Counter:
     return collections.Counter((k, a[:-1] if k == "elf" and a.endswith("f") else a) for k, a in entries)
 
 
-def fetch_cuobjdump(dest: Path) -> Path:
-    """cuobjdump out of NVIDIA's nvidia-cuda-cuobjdump wheel on PyPI (sha256 checked)."""
-    meta = json.loads(_get(PYPI_JSON.format(name="nvidia-cuda-cuobjdump")))
-    wheel = next(f for f in meta["urls"] if f["filename"].endswith("manylinux_2_17_x86_64.whl"))
-    path = download(urllib.parse.urljoin(PYPI_JSON.format(name="nvidia-cuda-cuobjdump"), wheel["url"]),
-                    dest / wheel["filename"], wheel["digests"]["sha256"])
+# One cuobjdump, pinned: the newest on PyPI would change what the cross-check (and its test)
+# sees whenever NVIDIA publishes another. The digests are PyPI's for these two wheels.
+CUOBJDUMP_VERSION = "13.5.37"
+CUOBJDUMP_SHA256 = {
+    "x86_64": "38780fee50863252a0b8926357faa91615ca1c8346490563f33a06100cd73f58",
+    "aarch64": "f48e3148535365161a268547b285fd01d92c80e4b457275375933825b5fc26b2",
+}
+
+
+def fetch_cuobjdump(dest: Path, machine: str | None = None) -> Path:
+    """cuobjdump out of NVIDIA's nvidia-cuda-cuobjdump==CUOBJDUMP_VERSION wheel on PyPI for this
+    machine (x86_64 or aarch64), checked against the pinned sha256."""
+    import platform
+
+    machine = machine or platform.machine()
+    if machine not in CUOBJDUMP_SHA256:
+        raise SystemExit(f"no pinned cuobjdump for {machine}; allowed: {', '.join(CUOBJDUMP_SHA256)}")
+    url = PYPI_JSON.format(name="nvidia-cuda-cuobjdump")
+    files = json.loads(_get(url))["releases"].get(CUOBJDUMP_VERSION) or []
+    wheel = next((f for f in files if f["filename"].endswith(f"manylinux_2_17_{machine}.whl")), None)
+    if wheel is None:
+        raise SystemExit(f"nvidia-cuda-cuobjdump {CUOBJDUMP_VERSION}: no manylinux {machine} wheel on {url}")
+    if wheel["digests"]["sha256"] != CUOBJDUMP_SHA256[machine]:
+        raise SystemExit(f"{wheel['filename']}: PyPI's sha256 {wheel['digests']['sha256']} is not the pinned "
+                         f"{CUOBJDUMP_SHA256[machine]}")
+    path = download(urllib.parse.urljoin(url, wheel["url"]), dest / wheel["filename"], CUOBJDUMP_SHA256[machine])
     with zipfile.ZipFile(path) as z:
         member = next(n for n in z.namelist() if n.endswith("/bin/cuobjdump"))
         tool = dest / "cuobjdump"  # a fixed name: no path from the archive is used
@@ -215,16 +242,16 @@ def _get(url: str) -> bytes:
         return r.read()
 
 
-def pypi_wheel(version: str) -> dict:
+def pypi_wheel(version: str, platform: str = "x86_64") -> dict:
     """PyPI's file record (filename, url, digests) of torch VERSION's cp312 manylinux x86_64
     wheel; of several uploads (2.10.0 has a build-tagged 2.10.0-3) the one pip picks: the
     highest build tag."""
     url = PYPI_JSON.format(name="torch")
     files = json.loads(_get(url))["releases"].get(version, [])
-    pattern = re.compile(rf"^torch-{re.escape(version)}(?:-(\d+))?-{_WHEEL_TAG_RE}\.whl$")
+    pattern = re.compile(rf"^torch-{re.escape(version)}(?:-(\d+))?-{_tag_re(platform)}\.whl$")
     found = [(int(m.group(1) or 0), f) for f in files if (m := pattern.match(f["filename"]))]
     if not found:
-        raise SystemExit(f"torch {version}: PyPI has no CPython 3.12 manylinux x86_64 wheel")
+        raise SystemExit(f"torch {version}: PyPI has no CPython 3.12 manylinux {platform} wheel")
     record = max(found, key=lambda t: t[0])[1]
     return dict(record, url=urllib.parse.urljoin(url, record["url"]))
 
@@ -289,10 +316,10 @@ def read_wheel(wheel: Path, cuobjdump: Path | None, tmp: Path) -> dict:
     }
 
 
-def record(version: str, cache: Path, cuobjdump: Path | None) -> dict:
+def record(version: str, cache: Path, cuobjdump: Path | None, platform: str = "x86_64") -> dict:
     if not _VERSION_RE.match(version):
         raise SystemExit(f"{version!r}: a torch release is X.Y.Z")
-    info = pypi_wheel(version)
+    info = pypi_wheel(version, platform)
     wheel = download(info["url"], cache / info["filename"], info["digests"]["sha256"])
     with tempfile.TemporaryDirectory(prefix="torch-wheel-", dir=cache) as tmp:
         read = read_wheel(wheel, cuobjdump, Path(tmp))
@@ -304,8 +331,14 @@ def load_facts(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"wheels": {}}
 
 
+def _by_version(table: dict) -> dict:
+    return dict(sorted(table.items(), key=lambda kv: [int(p) for p in kv[0].split(".")]))
+
+
 def save_facts(path: Path, facts: dict) -> None:
-    facts["wheels"] = dict(sorted(facts["wheels"].items(), key=lambda kv: [int(p) for p in kv[0].split(".")]))
+    facts["wheels"] = _by_version(facts["wheels"])
+    if "wheels_by_platform" in facts:
+        facts["wheels_by_platform"] = {k: _by_version(v) for k, v in sorted(facts["wheels_by_platform"].items())}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(facts, indent=1) + "\n")
@@ -317,6 +350,9 @@ def main(argv=None) -> int:
     p.add_argument("versions", nargs="+", metavar="VERSION", help="torch release on PyPI, such as 2.13.0")
     p.add_argument("--facts", type=Path, default=FACTS, help=f"facts file to update (default {FACTS})")
     p.add_argument("--cache", type=Path, help="keep wheels here (default: a temporary directory, removed after)")
+    p.add_argument("--platform", choices=PLATFORMS, default="x86_64",
+                   help="the manylinux wheel to read (x86_64 facts go under `wheels`, others under "
+                        "`wheels_by_platform`)")
     tool = p.add_mutually_exclusive_group()
     tool.add_argument("--cuobjdump", type=Path, help="cross-check the parser with this cuobjdump")
     tool.add_argument("--fetch-cuobjdump", action="store_true",
@@ -328,8 +364,11 @@ def main(argv=None) -> int:
         cache.mkdir(parents=True, exist_ok=True)
         cuobjdump = fetch_cuobjdump(Path(scratch)) if args.fetch_cuobjdump else args.cuobjdump
         for version in args.versions:
-            rec = record(version, cache, cuobjdump)
-            facts["wheels"][version] = rec
+            rec = record(version, cache, cuobjdump, args.platform)
+            if args.platform == "x86_64":
+                facts["wheels"][version] = rec
+            else:
+                facts.setdefault("wheels_by_platform", {}).setdefault(args.platform, {})[version] = rec
             save_facts(args.facts, facts)
             print(f"torch {version} ({rec['wheel']}): cuda {rec['torch_version_cuda']}, sm {' '.join(rec['sm'])}, "
                   f"ptx {' '.join(rec['ptx']) or 'none'}, get_arch_list {' '.join(rec['get_arch_list'])}")

@@ -371,3 +371,17 @@ def test_torch_builds_check_names_what_differs(tmp_path, monkeypatch, capsys):
         "(read from the PyPI wheels torch-2.14.0"), lines
     assert "the facts make sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 ptx compute_120 verified True" in lines[0]
     assert lines[1].startswith("MISMATCH torch_builds.json 2.15+cu130: has ") and "ptx compute_120 verified False" in lines[1]
+
+
+def test_triton_rules_are_reproducible_from_the_wheels_read():
+    """consumers.json's Triton rules are what scripts/triton_wheel_ptxas.py read from the wheels
+    (3.6-3.8 pick ptxas-blackwell from arch 100, 3.9 from 90): `gen_data.py triton` rebuilds them."""
+    facts = json.loads((Path(__file__).resolve().parent.parent / "scripts" / "data" / "triton_wheels.json").read_text())
+    assert _gen_data().triton_data(load("consumers.json"), facts) == load("consumers.json")
+    rules = load("consumers.json")["triton"]["ptxas_by_arch"]
+    assert {m: rules[m]["blackwell_from"] for m in ("3.6", "3.7", "3.8", "3.9")} == {
+        "3.6": 100, "3.7": 100, "3.8": 100, "3.9": 90}
+    import triton_wheel_ptxas
+
+    for r in facts["wheels"].values():
+        assert triton_wheel_ptxas.blackwell_from(r["get_ptxas"]) == r["blackwell_from"], r["version"]

@@ -83,13 +83,17 @@ def test_pip_nvidia_cu13_tree(tmp_path):
     tree = make_toolkit(sp / "nvidia" / "cu13", "13.0.2", version_json=False)
     (sp / "nvidia_cuda_nvcc-13.0.88.dist-info").mkdir(parents=True)
     (tree / "dist-info" / "nvidia_cuda_nvcc-13.0.88.dist-info").mkdir(parents=True)
-    env = base_env(tmp_path / "root", search="pip", PYTHONPATH=str(sp))
+    # The checkout stays importable after the site-packages (this test runs the code under test).
+    pythonpath = os.pathsep.join(p for p in (str(sp), os.environ.get("PYTHONPATH", "")) if p)
+    env = base_env(tmp_path / "root", search="pip", PYTHONPATH=pythonpath)
     data = run_json(["versions", "--json"], env, tmp_path)
     assert len(data) == 1
     assert data[0]["root"] == str(tree) and data[0]["origin"].startswith("pip")
     # nvcc 13.0.88 shipped in 13.0.1, 13.0.2 and 13.0.3: with no cuda_toolkit dist-info or
     # version.json to tell them apart, the release is known to its minor only.
     assert data[0]["release"] == "13.0" and data[0]["nvcc_version"] == "13.0.88"
+    # JSON says the range the text shows.
+    assert data[0]["releases"] == ["13.0.1", "13.0.2", "13.0.3"] and data[0]["release_range"] == "13.0.1–13.0.3"
     text = subprocess.run([sys.executable, "-m", "cudaenv", "versions"], env=env, cwd=tmp_path,
                           capture_output=True, text=True).stdout
     assert "13.0.1–13.0.3 (nvcc 13.0.88)" in text, text

@@ -9,6 +9,8 @@ machine must end clean.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fakemachine import Machine, doctor_rounds
@@ -40,9 +42,12 @@ def test_seed(tmp_path):
     assert first["torch-toolkit"]["status"] == "error" and first["flashinfer-sm12"]["status"] == "error"
     # The first run already says the 12.8-built caches go after the switch, with the command.
     assert "built by 12.8 must be cleared after switching to 13.0" in first["jit-caches"]["verdict"]
-    # ... and its fix makes the switch before clearing, not a clearing "after switching" alone.
-    assert first["jit-caches"]["fix"] == f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && cudaenv doctor --fix --yes --quiet"
-    assert rounds[0].fix == f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && cudaenv doctor --fix --yes --quiet"
+    # ... and its fix makes the switch before clearing, not a clearing "after switching" alone,
+    # and the pasted doctor --fix keeps --python.
+    assert first["jit-caches"]["fix"] == (f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && "
+                                          f"cudaenv doctor --fix --yes --quiet --python {m.python}")
+    assert rounds[0].fix == (f"cudaenv install 13.0 && cudaenv local 13.0 && {HOOK} && "
+                             f"cudaenv doctor --fix --yes --quiet --python {m.python}")
     assert len(rounds) == 2
     ends_clean(rounds)
     assert not cache.exists()
@@ -144,9 +149,15 @@ def test_flashinfer_3493_cuda_home_is_pip_headers(tmp_path):
     ends_clean(rounds)
 
 
-def test_triton_8539_spark_old_bundled_ptxas(tmp_path):
+@pytest.mark.parametrize("torch,dist,version", [
+    ("2.9.0+cu130", "triton", "3.5.0"),
+    # triton#8539's own setup: torch nightly pulls in pytorch-triton 3.5.0+git... from PyTorch's index.
+    ("2.10.0.dev20251015+cu130", "pytorch_triton", "3.5.0+git7416ffcb"),
+])
+def test_triton_8539_spark_old_bundled_ptxas(tmp_path, torch, dist, version):
     """triton#8539: DGX Spark (sm_121), Triton 3.5's bundled ptxas 12.8 cannot target sm_121a."""
-    m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0")
+    m = Machine(tmp_path, gpus="dgx-spark", torch=torch)
+    m.install_triton(version, dist=dist)
     tk = m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
     rounds = doctor_rounds(m, m.env(), hook=True)
@@ -198,7 +209,7 @@ def test_stale_jit_caches(tmp_path):
     te = m.torch_ext_cache(m.cuda128)
     rounds = doctor_rounds(m, m.env(), hook=True)
     assert checks(rounds[0])["jit-caches"]["status"] == "warn"
-    assert rounds[0].fix == "cudaenv doctor --fix --yes --quiet"
+    assert rounds[0].fix == f"cudaenv doctor --fix --yes --quiet --python {m.python}"
     ends_clean(rounds)
     assert not fi.exists() and not te.exists()
 
@@ -292,7 +303,8 @@ def test_mixed_h100_and_rtx5090(tmp_path):
     rounds = doctor_rounds(m, m.env(path_first=[tk / "bin"]))
     first = checks(rounds[0])
     assert first["torch-arch"]["status"] == "error"
-    assert "pip install 'torch==2.8.*' --index-url https://download.pytorch.org/whl/cu128" in rounds[0].fix
+    # The exact build: pip keeps an installed torch that satisfies `torch==2.8.*` (2.8.0+cu126 does).
+    assert "pip install 'torch==2.8.0+cu128' --index-url https://download.pytorch.org/whl/cu128" in rounds[0].fix
     ends_clean(rounds)
 
 
@@ -313,7 +325,7 @@ def test_v100_with_torch_cu130(tmp_path):
     (m.proj / ".cuda-version").write_text("13.0\n")
     rounds = doctor_rounds(m, m.env(), hook=True)
     fix = rounds[0].fix
-    assert "pip install 'torch==2.9.*' --index-url https://download.pytorch.org/whl/cu128" in fix
+    assert "pip install 'torch==2.9.0+cu128' --index-url https://download.pytorch.org/whl/cu128" in fix
     assert "cudaenv local 12.8" in fix
     ends_clean(rounds)
 
@@ -327,3 +339,179 @@ def test_cuda_home_and_cuda_path_disagree(tmp_path):
     first = checks(rounds[0])
     assert first["env-agree"]["status"] == "warn" and first["torch-toolkit"]["status"] == "error"
     ends_clean(rounds)
+
+
+def test_old_toolkit_on_newer_driver_is_fine(tmp_path):
+    """Drivers are backward compatible: 470.82.01 runs a CUDA 10.1 toolkit (10.1 needs >= 418.39),
+    though minor-version compatibility starts at 11.x."""
+    m = Machine(tmp_path, gpus="v100", driver="470.82.01", torch=None)
+    old = m.system_toolkit("10.1.243")
+    env = m.env(path_first=[old / "bin"], CUDA_HOME=str(old))
+    r = m.cli("doctor", "--json", "--python", m.python, env=env)
+    driver = checks_of(r)["driver"]
+    assert driver["status"] == "ok", driver
+    assert "runs toolkit 10.1" in driver["verdict"]
+
+
+def test_driver_predates_gpu_same_rule_as_resolver(tmp_path):
+    """driver-gpu in doctor and the resolver's finding are one rule: RTX 5090-class sm_120 on 550."""
+    m = Machine(tmp_path, driver="550.54.15", torch=None)
+    r = m.cli("doctor", "--json", "--python", m.python)
+    gpu = checks_of(r)["driver-gpu"]
+    assert gpu["status"] == "error" and gpu["fix"] == "install NVIDIA driver >= 570.26"
+    res = json.loads(m.cli("resolve", "--json", "--python", m.python).stdout)
+    assert [f["fix"] for f in res["findings"] if f["rule"] == "driver-gpu"] == ["install NVIDIA driver >= 570.26"]
+
+
+def checks_of(r):
+    return {c["id"]: c for c in json.loads(r.stdout)["checks"]}
+
+
+def test_cudacxx_elsewhere_with_hook(tmp_path):
+    """CUDACXX at a 12.4 nvcc, 12.8 selected, hook active: CMake reads CUDACXX first, so the fix
+    must change CUDACXX (exporting CUDA_HOME leaves CMake on 12.4 and loops)."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    m.managed_toolkit("12.8.1")
+    other = m.system_toolkit("12.4.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    # Set after the hook applied the selection (a later line of ~/.bashrc, a module load).
+    rounds = doctor_rounds(m, m.env(), hook=True, setup=[f"export CUDACXX={other}/bin/nvcc"])
+    first = checks(rounds[0])
+    assert first["cmake-finds"]["status"] == "error"  # another toolkit than the selected one builds
+    assert "CUDACXX" in first["cmake-finds"]["fix"]
+    ends_clean(rounds)
+
+
+def test_fix_names_a_release_a_source_offers(tmp_path):
+    """torch 1.10.2+cu113 with nvcc 10.1: no source offers 11.3 (redist starts at 11.4.2, PyPI's
+    toolkit at 13.0); another 11.x minor satisfies torch (it only warns)."""
+    m = Machine(tmp_path, gpus="v100", torch="1.10.2+cu113")
+    old = m.system_toolkit("10.1.243")
+    rounds = doctor_rounds(m, m.env(path_first=[old / "bin"]))
+    assert checks(rounds[0])["torch-toolkit"]["status"] == "error"
+    assert rounds[0].fix.startswith("cudaenv install 11.4 && cudaenv local 11.4"), rounds[0].fix
+    assert "no source offers 11.3" in checks(rounds[-1])["torch-toolkit"]["verdict"]
+    ends_clean(rounds)
+
+
+@pytest.mark.parametrize("driver", ["580.65.06", "610.43.02"])
+def test_bom_prefixed_pin_is_kept(tmp_path, driver):
+    """A .cuda-version saved with a UTF-8 BOM (Windows editors) for the installed 13.0 selects
+    13.0 (every reader strips a leading BOM), so doctor has nothing to fix and never replaces a
+    working pin with the newest release."""
+    m = Machine(tmp_path, torch=None, driver=driver)
+    m.managed_toolkit("13.0.2")
+    pin = m.proj / ".cuda-version"
+    pin.write_bytes(b"\xef\xbb\xbf13.0\n")
+    m.proj = m.proj / "src"
+    m.proj.mkdir()
+    rounds = doctor_rounds(m, m.env())
+    first = checks(rounds[0])
+    assert first["selected-toolkit"]["status"] == "ok", first["selected-toolkit"]
+    assert rounds[0].fix is None or "cudaenv local" not in rounds[0].fix, rounds[0].fix
+    assert pin.read_bytes() == b"\xef\xbb\xbf13.0\n" and not (m.proj / ".cuda-version").exists()
+    ends_clean(rounds)
+
+
+@pytest.mark.parametrize("bad", ["/nonexistent"])
+def test_broken_cuda_home_keeps_the_project_pin(tmp_path, bad):
+    """CUDA_HOME=/nonexistent in a directory pinned to 13.0 (installed): drop the variable, keep 13.0."""
+    m = Machine(tmp_path, torch=None, driver="610.43.02")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(CUDA_HOME=bad))
+    assert checks(rounds[0])["cuda-home"]["status"] == "error"
+    assert "13.3" not in rounds[0].fix and "cudaenv local" not in rounds[0].fix, rounds[0].fix
+    ends_clean(rounds)
+
+
+def test_pasted_doctor_fix_keeps_python(tmp_path):
+    """The cache-clearing fix re-runs doctor: with --python it must judge the same Python."""
+    m = seed(tmp_path)
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    m.flashinfer_cache(m.cuda128)
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env())
+    assert checks_of(r)["jit-caches"]["fix"] == f"cudaenv doctor --fix --yes --quiet --python {m.python}"
+
+
+def test_jetson_thor_driver_580_00(tmp_path):
+    """vllm#34470: Jetson Thor (sm_110) on JetPack 7 reports driver 580.00 and runs torch
+    2.10.0+cu130 with CUDA available. Its L4T driver is numbered by branch: it neither predates
+    Thor nor fails 13.x, and no desktop driver is the fix."""
+    m = Machine(tmp_path, gpus="thor", driver="580.00", torch=None)
+    # PyTorch's aarch64 CUDA 13 builds carry sm_110 (PyPI's 2.15.0+cu132 aarch64 wheel:
+    # sm_80 sm_90 sm_100 sm_110 sm_120); doctor reads the installed torch's own list.
+    m.install_torch("2.10.0+cu130", arch_list="sm_80 sm_90 sm_100 sm_110 sm_120")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    rounds = doctor_rounds(m, m.env(), hook=True)
+    first = checks(rounds[0])
+    assert first["driver-torch"]["status"] == "ok" and first["driver"]["status"] == "ok", first["driver-torch"]
+    assert "driver-gpu" not in first
+    assert "R38" in rounds[0].report["probe"]["tegra"]
+    assert "580.65.06" not in (rounds[0].fix or "")
+    ends_clean(rounds)
+
+
+def test_jetson_orin_jetpack6_needs_jetpack_not_a_desktop_driver(tmp_path):
+    """Jetson Orin on JetPack 6 (driver 540.4.0, branch 540): a CUDA 13 toolkit is past its branch;
+    the fix names JetPack, since no desktop driver installs on Tegra."""
+    m = Machine(tmp_path, gpus="orin", driver="540.4.0", torch=None)
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env(path_first=[tk / "bin"], CUDA_HOME=str(tk)))
+    drv = checks_of(r)["driver"]
+    assert drv["status"] == "error" and drv["fix"].startswith("upgrade JetPack"), drv
+
+
+def test_h100_triton_3_8_kernel_is_not_stale(tmp_path):
+    """Triton 3.8.0 on an H100: its get_ptxas uses ptxas-blackwell only from arch 100 (read from
+    the 3.8.0 wheel), so sm_90 kernels come from its ptxas 12.9 (PTX ISA 8.8). A kernel it just
+    built is fresh: doctor must not call it stale, and --fix must keep it."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.9.0+cu130")
+    m.install_triton("3.8.0", ptxas_release="12.9.1", blackwell_release="13.3.0")
+    m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    kernel = m.triton_cache("8.8", target="sm_90a")
+    rounds = doctor_rounds(m, m.env(), hook=True, setup=["cudaenv doctor --fix --yes --quiet"])
+    first = checks(rounds[0])
+    assert first["jit-caches"]["status"] == "ok", first["jit-caches"]
+    assert kernel.exists()
+    ends_clean(rounds)
+
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_ld_library_path_shadows_torchs_bundled_libraries(tmp_path, own):
+    """unsloth#6905: LD_LIBRARY_PATH=/usr/local/cuda-12.1/lib64 with torch cu128, whose wheel loads
+    libcudart and cuBLAS from site-packages/nvidia/*/lib: the 12.1 libraries win. Also the state
+    cudaenv's own CUDAENV_LD_LIBRARY_PATH=1 leaves."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    for lib in ("cuda_runtime/lib/libcudart.so.12", "cublas/lib/libcublas.so.12"):
+        (m.site / "nvidia" / lib).parent.mkdir(parents=True, exist_ok=True)
+        (m.site / "nvidia" / lib).write_bytes(b"\x7fELF")
+    old = m.system_toolkit("12.1.1")
+    (old / "lib64" / "libcudart.so.12.1.105").write_bytes(b"\x7fELF")
+    tk = m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    extra = dict(CUDAENV_LD_LIBRARY_PATH="1") if own else {}
+    env = m.env(LD_LIBRARY_PATH=f"{old}/lib64:/opt/other/lib", **extra)
+    rounds = doctor_rounds(m, env, hook=True)
+    first = checks(rounds[0])
+    assert first["ld-library-path"]["status"] == "error", first["ld-library-path"]
+    assert f"{old}/lib64" in first["ld-library-path"]["verdict"]
+    assert tk.exists()
+    ends_clean(rounds)
+
+
+def test_triton_older_than_the_rules_is_asked_live(tmp_path):
+    """Triton 3.4 predates every rule the data has (3.5 on): doctor asks it, as it asks a newer one,
+    and says so when the installed Triton cannot answer (here a dist-info without a package)."""
+    m = Machine(tmp_path, gpus="h100x2", torch="2.8.0+cu128")
+    m.install_triton("3.4.0")
+    m.managed_toolkit("12.8.1")
+    (m.proj / ".cuda-version").write_text("12.8\n")
+    r = m.cli("doctor", "--json", "--python", m.python, env=m.env())
+    data = checks_of(r)["data-triton"]
+    assert data["status"] == "warn" and "older than cudaenv's rules and could not be asked" in data["verdict"], data

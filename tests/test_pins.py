@@ -225,6 +225,8 @@ def test_real_manifests_pass_their_pins_whatever_their_whitespace(tmp_path):
     (tmp_path / "redistrib_12.9.1.json").write_text(json.dumps(reformatted, indent=1, sort_keys=True))
     for release in ("11.8.0", "12.9.1", "13.4.2"):
         for platform in pins.PINNED_PLATFORMS:
+            if platform == "linux-aarch64" and release.startswith("13."):
+                continue  # Jetson (L4T) archives end with 12.9.1; 13.x Jetsons (Thor) use sbsa
             plan = RedistSource(tmp_path.as_uri() + "/", platform).plan(release, "full")
             shipped = pins.load().archives
             assert all(shipped[a.url.removeprefix(tmp_path.as_uri() + "/")] == (a.sha256, a.size)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from cudaenv import resolver as rs
+from cudaenv.data import load
+from cudaenv.versions import number_key
 from fakemachine import Machine
 
 # (id, plan kwargs, minimum, recommended, status, text that a finding must contain)
@@ -36,13 +39,33 @@ CASES = [
     ("spark-fi07", dict(archs=["sm_121"], flashinfer="0.7.4"), "12.9", "13.5", "ok", None),
     ("rtx50-fi07", dict(archs=["sm_120"], flashinfer="0.7.4"), "12.8", "13.5", "ok", None),
     ("rtx50-fi06", dict(archs=["sm_120"], flashinfer="0.6.1"), "12.9", "13.5", "ok", None),
-    ("hopper-fi06-no-sm12-rule", dict(archs=["sm_90"], flashinfer="0.6.1"), "11.8", "13.5", "ok", None),
+    # FlashInfer and SGLang build compute_90a for sm_90: first in 12.0, not 11.8.
+    ("hopper-fi06-needs-sm90a", dict(archs=["sm_90"], flashinfer="0.6.1"), "12.0", "13.5", "ok", None),
+    ("hopper-sglang-needs-sm90a", dict(archs=["sm_90"], sglang="0.5.23", driver="520.61.05"), None, None, "error",
+     "12.0 is the lowest release that fits the rest and needs driver >= 525.60.13"),
+    ("hopper-no-consumer-11.8", dict(archs=["sm_90"], driver="520.61.05"), "11.8", "11.8", "ok", None),
     ("two-generations", dict(archs=["sm_35", "sm_120"]), None, None, "error", "no single toolkit"),
     ("ancient-driver", dict(archs=["sm_90"], driver="440.33.01"), None, None, "error", "driver >= 520.61.05"),
     ("torch-minor-not-a-release", dict(archs=["sm_90"], torch_cuda="12.4"), "12.0", "12.4", "ok", None),
     ("compile-only-no-gpu", dict(), "11.0", "13.5", "ok", None),
     ("unknown-newer-arch", dict(archs=["sm_130"]), "13.5", "13.5", "error", "sm_130 is unknown"),
     ("unknown-older-arch", dict(archs=["sm_30"]), None, None, "error", "sm_30 is unknown"),
+    # A driver older than the GPU's branch does not see the GPU: an error, not "SASS runs".
+    ("driver-predates-blackwell", dict(archs=["sm_120"], driver="550.54.15"), "12.8", "12.9", "error",
+     "install NVIDIA driver >= 570.26"),
+    ("driver-predates-ada-torch118", dict(archs=["sm_89"], torch_cuda="11.8", driver="470.82.01"), "11.8", "11.8",
+     "error", "predates sm_89"),
+    # 450.51.06 is exactly the 11.0 Update 1 minimum: 11.0 runs in full.
+    ("driver-11.0-update1", dict(archs=["sm_80"], driver="450.51.06"), "11.0", "11.0", "ok", None),
+    # The 11.0 RC driver runs nothing released: the fix is the 11.0 GA driver, newer than it.
+    ("driver-11.0-rc", dict(archs=["sm_80"], driver="450.36.06"), None, None, "error",
+     "install NVIDIA driver >= 450.51.05"),
+    # No source offers 11.3 (redist starts at 11.4.2): the nearest installable minor of torch's major.
+    ("torch113-not-installable", dict(archs=["sm_75"], torch_cuda="11.3"), "11.0", "11.4", "warn",
+     "a different minor only warns"),
+    # No published minimum for 13.4: what is known, and no placeholder fix.
+    ("torch134-driver580-unknown-minimum", dict(archs=["sm_90"], torch_cuda="13.4", driver="580.65.06"), "13.0", "13.4",
+     "warn", "13.x minor-version compatibility (driver >= 580.65.06)"),
 ]
 
 
@@ -106,6 +129,9 @@ def test_cli_json_and_exit_codes(tmp_path):
     (["--driver", "580;rm -rf /"], "--driver"),
     (["--torch-cuda", "12.7"], "no CUDA 12.7 toolkit and no torch cu127"),
     (["--flashinfer", "latest"], "--flashinfer 'latest'"),
+    # A mistyped --python is no "no torch here": it names the path.
+    (["--python", "/nonexistent/bin/python"], "--python '/nonexistent/bin/python'"),
+    (["--python", "/dev/null"], "--python '/dev/null'"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, args, needle):
     m = Machine(tmp_path, gpus=None, torch=None)
@@ -189,3 +215,131 @@ def test_torch_gate_applies_the_installed_torch_only_to_its_own_build(tmp_path):
     assert rs.resolve(own).inputs["torch_version"] == "2.9.0+cu130"
     assert rs.resolve(other).inputs["torch_version"] is None
     assert diagnostics.Context.of(other, env).resolution == rs.resolve(other)
+
+
+def _driver_fixes(r):
+    return [f for f in r.findings if f.fix and f.fix.startswith("install NVIDIA driver")]
+
+
+def _every_driver():
+    t = load("drivers.json")
+    rows = {**t["toolkit_min_driver_before_11"], **t["toolkit_min_driver"]}
+    return sorted({row["min_driver"] for row in rows.values() if row["min_driver"]} | {"418.39", "470.82.01", "535.230.02"},
+                  key=number_key)
+
+
+@pytest.mark.parametrize("archs,torch_cuda", [(["sm_80"], None), (["sm_120"], None), (["sm_89"], "11.8"),
+                                              (["sm_90"], "12.8"), (["sm_120"], "13.0"), (["sm_90"], "13.4"), ([], None)])
+def test_driver_fixes_are_newer_and_do_not_come_back(archs, torch_cuda):
+    """Every driver of NVIDIA's table: a printed driver fix names a driver newer than the one
+    there, is never a placeholder, and with that driver installed the finding is gone."""
+    for driver in _every_driver():
+        r = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=driver)
+        for f in r.findings:
+            assert "release driver" not in (f.fix or ""), f
+        for f in _driver_fixes(r):
+            need = f.fix.split(">= ")[1]
+            assert number_key(need) > number_key(driver), (driver, f)
+            again = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=need)
+            assert f.rule not in {g.rule for g in _driver_fixes(again) if g.fix == f.fix}, (driver, f, again.findings)
+
+
+def test_driver_floors_match_nvidia_release_notes():
+    """cudaenv's minimum drivers against NVIDIA's release-notes table (Linux x86_64), vendored
+    in scripts/data/drivers_release_notes.json; a minor's minimum is its GA row, never the RC."""
+    notes = json.loads((Path(__file__).resolve().parent.parent / "scripts" / "data"
+                        / "drivers_release_notes.json").read_text())
+    table = notes["toolkit_driver_linux_x86_64"]
+    ours = load("drivers.json")["toolkit_min_driver"]
+    for release, row in table.items():
+        if release in ours and row["min_driver"]:
+            assert ours[release]["min_driver"] == row["min_driver"], release
+    assert load("drivers.json")["minor_version_compat_min"] == notes["minor_version_compat_min"]
+    for minor in {".".join(r.split(".")[:2]) for r in table}:
+        ga = [r for r in sorted(table, key=number_key) if r.startswith(minor + ".") and table[r]["min_driver"]
+              and " RC" not in table[r]["label"]]
+        if ga:
+            assert rs.min_driver(minor) == table[ga[0]]["min_driver"], minor
+    assert rs.min_driver("11.0") == "450.51.05" and rs.min_driver("10.1") == "418.39"
+
+
+@pytest.mark.parametrize("driver,release,runs", [
+    ("470.82.01", "10.1", "full"),  # drivers are backward compatible
+    ("450.51.06", "11.0", "full"), ("450.51.06", "11.1", "no"), ("450.80.02", "11.8", "compat"),
+    ("580.65.06", "13.4", "compat"), ("580.65.06", "13.0", "full"), ("575.57.08", "13.0", "no"),
+])
+def test_driver_runs(driver, release, runs):
+    assert rs.driver_runs(driver, release) == runs
+
+
+# Each platform's torch wheels carry other archs (read from PyPI's wheels): the same plan on
+# x86_64 and on aarch64. (id, plan kwargs, platform, recommended, status, text a finding has, text none has)
+PLATFORM_CASES = [
+    ("thor-torch132-x86", dict(archs=["sm_110"], torch_cuda="13.2"), "x86_64", "13.2", "error",
+     "torch cu132 lacks sm_110", None),
+    ("thor-torch132-aarch64", dict(archs=["sm_110"], torch_cuda="13.2"), "aarch64", "13.2", "ok", None, "lacks"),
+    ("thor-torch128-aarch64", dict(archs=["sm_110"], torch_cuda="12.8"), "aarch64", None, "error",
+     "pip install 'torch==2.14.1+cu130' --index-url https://download.pytorch.org/whl/cu130 && cudaenv install 13.0",
+     "fit without torch cu128; toolkits"),
+    # No x86_64 torch has sm_110 kernels: no fix that switches the toolkit and leaves torch refusing it.
+    ("thor-torch128-x86", dict(archs=["sm_110"], torch_cuda="12.8"), "x86_64", None, "error",
+     "no torch build cudaenv knows for x86_64 has kernels for sm_110", "cudaenv local 13.5"),
+    ("t4g-torch132-aarch64", dict(archs=["sm_75"], torch_cuda="13.2"), "aarch64", "13.2", "error",
+     "torch cu132 (aarch64) lacks sm_75", None),
+    ("t4-torch132-x86", dict(archs=["sm_75"], torch_cuda="13.2"), "x86_64", "13.2", "ok", None, "lacks"),
+    ("spark-torch132-x86", dict(archs=["sm_121"], torch_cuda="13.2"), "x86_64", "13.2", "ok", None, "lacks"),
+    ("spark-torch132-aarch64", dict(archs=["sm_121"], torch_cuda="13.2"), "aarch64", "13.2", "ok", None, "lacks"),
+    ("gh200-torch132-aarch64", dict(archs=["sm_90"], torch_cuda="13.2", driver="595.45.04"), "aarch64", "13.2", "ok",
+     None, "lacks"),
+    ("gh200-torch132-x86", dict(archs=["sm_90"], torch_cuda="13.2", driver="595.45.04"), "x86_64", "13.2", "ok",
+     None, "lacks"),
+]
+
+
+@pytest.mark.parametrize("case", PLATFORM_CASES, ids=[c[0] for c in PLATFORM_CASES])
+def test_plan_per_platform(case):
+    _, kwargs, platform, recommended, status, text, absent = case
+    r = rs.recommend(**kwargs, platform=platform)
+    assert (r.recommended, r.status) == (recommended, status), r.findings
+    said = " ".join(f"{f.message} {f.fix or ''}" for f in r.findings)
+    if text:
+        assert text in said, said
+    if absent:
+        assert absent not in said, said
+
+
+def test_platform_option(tmp_path):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", "aarch64", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["inputs"]["platform"] == "aarch64", r.stdout
+    r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", "ppc64le")
+    assert r.returncode == 64 and "invalid --platform 'ppc64le': allowed are x86_64, aarch64" in r.stderr
+
+
+def test_doc_tables_are_generated_from_the_tool():
+    """docs/resolver.md's examples and docs/doctor.md's driver rules are the tool's own answers."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_doc_tables.py"
+    r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("machine,release_line,platform", [
+    ("aarch64", "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64", "linux-aarch64"),
+    ("aarch64", "# R35 (release), REVISION: 6.0, GCID: 35864405, BOARD: t186ref, EABI: aarch64", "linux-aarch64"),
+    ("aarch64", "# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64", "linux-sbsa"),
+    ("aarch64", None, "linux-sbsa"),  # GH200, GB200, DGX Spark, Graviton
+    ("x86_64", None, "linux-x86_64"),
+])
+def test_jetson_orin_uses_the_linux_aarch64_redist(machine, release_line, platform):
+    """Jetson Orin (JetPack 6, L4T R36) installs NVIDIA's linux-aarch64 redist builds; Thor
+    (JetPack 7, R38) and every other aarch64 machine sbsa. The pins cover linux-aarch64 too."""
+    from cudaenv import pins
+    from cudaenv.sources import arch
+
+    l4t = arch.l4t_major(release_line) if release_line else None
+    assert arch.redist_platform(machine, l4t) == platform
+    pinned = pins.load().archives
+    assert any("linux-aarch64" in path and "cuda_nvcc" in path and "12.9" in path for path in pinned)

@@ -239,3 +239,24 @@ def test_cudaenv_reads_an_installed_torchs_arch_list(torchlike, tmp_path):
     for where in (two, tmp_path / "none", tmp_path / "empty", tmp_path / "missing", tmp_path / "fifo",
                   tmp_path / "dir"):
         assert torch_archs.installed(where) is None, where
+
+
+def test_cuobjdump_is_pinned(tmp_path, monkeypatch):
+    """The cross-check's cuobjdump is one version with a pinned digest, whatever PyPI's newest is:
+    the index is asked for that version only, and a wheel with another digest is refused."""
+    from httpserver import FileServer
+
+    name = f"nvidia_cuda_cuobjdump-{twa.CUOBJDUMP_VERSION}-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+    newer = name.replace(twa.CUOBJDUMP_VERSION, "99.0.0")
+    doc = tmp_path / "pypi" / "nvidia-cuda-cuobjdump"
+    doc.mkdir(parents=True)
+    (doc / "json").write_text(json.dumps({"releases": {
+        twa.CUOBJDUMP_VERSION: [{"filename": name, "url": f"/files/{name}", "digests": {"sha256": "1" * 64}}],
+        "99.0.0": [{"filename": newer, "url": f"/files/{newer}", "digests": {"sha256": "2" * 64}}]}}))
+    with FileServer(tmp_path) as srv:
+        monkeypatch.setattr(twa, "PYPI_JSON", srv.url + "pypi/{name}/json")
+        with pytest.raises(SystemExit, match="is not the pinned"):
+            twa.fetch_cuobjdump(tmp_path / "out", "x86_64")
+        assert srv.hits(f"files/{newer}") == 0
+    with pytest.raises(SystemExit, match="no pinned cuobjdump for riscv64"):
+        twa.fetch_cuobjdump(tmp_path, "riscv64")

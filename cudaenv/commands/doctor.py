@@ -35,6 +35,8 @@ _PROBE_OPTIONS = [
     click.option("--flashinfer", "flashinfer", metavar="VERSION", help="Plan for this FlashInfer version, e.g. 0.7.4."),
     click.option("--driver", metavar="VERSION", help="Plan for this driver, e.g. 580.65.06."),
     click.option("--no-gpu", is_flag=True, help="Compile only: ignore GPUs and the driver."),
+    click.option("--platform", metavar="MACHINE", help="Plan for x86_64 or aarch64 (default: this machine); torch's "
+                 "wheels carry other archs on each."),
     click.option("--json", "as_json", is_flag=True, help="Print a JSON object (stable schema, see docs/api.md)."),
 ]
 
@@ -46,12 +48,12 @@ def probe_options(f: F) -> F:
 
 
 def _probe(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
-           flashinfer: str | None, as_json: bool) -> Probe:
+           flashinfer: str | None, as_json: bool, platform: str | None = None) -> Probe:
     from ..machine import ProbeInputError, probe
 
     try:
         return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu,
-                     flashinfer=flashinfer)
+                     flashinfer=flashinfer, platform=platform)
     except ProbeInputError as e:
         usage_error(str(e), as_json)
 
@@ -104,11 +106,11 @@ lacks a GPU's kernels), 64 bad input or usage (message on stderr; with --json
 also {"schema": "cudaenv.error/1", ...} on stdout).""")
 @probe_options
 def resolve(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
-            flashinfer: str | None, as_json: bool) -> NoReturn:
+            platform: str | None, flashinfer: str | None, as_json: bool) -> NoReturn:
     """Minimum and recommended toolkit release for the GPU, driver and torch."""
     from ..resolver import resolve as run
 
-    p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json)
+    p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, platform)
     r = run(p)
     if as_json:
         data = r.to_json()
@@ -137,13 +139,13 @@ written, 64 bad input or usage (message on stderr; with --json also
               help="Output format; prometheus is node_exporter's textfile format (docs/guides/fleet-monitoring.md).")
 @click.option("--output", "-o", metavar="FILE", help="Write to FILE atomically instead of stdout.")
 def doctor(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
-           flashinfer: str | None, as_json: bool, fix: bool, yes: bool, quiet: bool, fmt: str | None,
-           output: str | None) -> NoReturn:
+           platform: str | None, flashinfer: str | None, as_json: bool, fix: bool, yes: bool, quiet: bool,
+           fmt: str | None, output: str | None) -> NoReturn:
     """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
     from .. import diagnostics as doc
     from .. import jitcache
 
-    p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json)
+    p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, platform)
     report = doc.doctor(p)
     if fix and report.stale_caches:
         n = len(report.stale_caches)

@@ -10,11 +10,17 @@ import json
 import os
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .. import fastpath, selection, store
 from ..selection import SelectionError
 from .common import exit_with
+
+if TYPE_CHECKING:
+    from ..data import NvccReleases
+    from ..toolkit import Toolkit
 
 
 @click.command(epilog="""\b
@@ -90,7 +96,7 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         names[id(tk)] = tk.release if tk.managed else selection.name_for(tk.root, tk.release)
     if as_json:
         click.echo(json.dumps([{**tk.to_json(), "name": names[id(tk)], "current": c,
-                                "companions": companion_libs.versions(tk.root),
+                                "companions": companion_libs.versions(tk.root), **_possible_releases(tk),
                                 **({"differs_from_release": _differs(tk)} if tk.managed else {})}
                                for tk, c in rows], indent=2))
         return
@@ -112,10 +118,7 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
         else:
             detail = f"{tk.root} (found at {tk.origin})"
         if tk.nvcc_version:
-            from ..data import nvcc_releases
-
-            # A toolkit known only by a respun nvcc is one of several releases: name them all.
-            shipped = nvcc_releases(tk.nvcc_version) if tk.release.count(".") == 1 else None
+            shipped = _shipped(tk)
             detail += f", {shipped.label}" if shipped and not shipped.exact else f", nvcc {tk.nvcc_version}"
         if tk.managed and tk.contents:
             detail += f" ({tk.contents})"
@@ -165,3 +168,19 @@ Examples:
 def which(command: str) -> None:
     """Print the real path of a toolkit command (never the shim)."""
     exit_with(fastpath.which(command))
+
+
+def _shipped(tk: Toolkit) -> NvccReleases | None:
+    """The releases that ship this toolkit's nvcc, when only its nvcc tells the release
+    ("13.0" from nvcc 13.0.88: one of 13.0.1-13.0.3)."""
+    from ..data import nvcc_releases
+
+    return nvcc_releases(tk.nvcc_version) if tk.nvcc_version and tk.release.count(".") == 1 else None
+
+
+def _possible_releases(tk: Toolkit) -> dict[str, object]:
+    """JSON's view of the same range the text shows: every release it may be, and the range."""
+    shipped = _shipped(tk)
+    if not shipped or shipped.exact:
+        return {}
+    return {"releases": list(shipped.releases), "release_range": f"{shipped.first}\u2013{shipped.last}"}

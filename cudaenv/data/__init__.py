@@ -89,6 +89,18 @@ def checked_up_to(consumer: str) -> str | None:
     return entry.get("checked_up_to")
 
 
+def older_than_data(consumer: str, version: str | None) -> bool:
+    """True for a Triton whose minor the rules were not read for and that is older than every
+    minor they were (3.4 when the rules start at 3.5): its rules are a guess too, so doctor asks
+    it, as it asks a newer one."""
+    if consumer != "triton" or not version:
+        return False
+    t = load("consumers.json")["triton"]
+    known = [k for k in {*t["bundled_ptxas"], *t["ptxas_by_arch"]} if not k.startswith("_")]
+    have = version_key(version)[:2]
+    return bool(known) and have < min(version_key(k)[:2] for k in known)
+
+
 def newer_than_data(consumer: str, version: str | None) -> bool:
     """True when `version` is newer than the data knows: its rules are a guess there, so
     doctor asks the consumer itself. torch counts by minor (2.15.1 is known when 2.15 is)."""

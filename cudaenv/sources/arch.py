@@ -8,6 +8,7 @@ wheels aarch64, and the toolkit's targets/ directory sbsa-linux.
 from __future__ import annotations
 
 import platform
+import re
 from dataclasses import dataclass
 
 
@@ -42,3 +43,24 @@ def host() -> Arch | None:
 
 def supported() -> str:
     return " and ".join(ARCHES)
+
+
+# Jetsons (L4T) up to JetPack 6 (L4T R36, Orin) take NVIDIA's linux-aarch64 redist builds, which
+# the manifests carry through 12.9.1; from JetPack 7 (R38, Thor) Jetsons are sbsa like servers.
+JETSON_SBSA_FROM_L4T = 38
+
+
+def l4t_major(text: str) -> int | None:
+    """The L4T major of an /etc/nv_tegra_release line ("# R36 (release), REVISION: 4.3, ...")."""
+    m = re.match(r"#?\s*R(\d+)\b", text.strip())
+    return int(m.group(1)) if m else None
+
+
+def redist_platform(machine_name: str, l4t: int | None) -> str | None:
+    """The redist platform key for a machine, a Jetson's L4T major considered."""
+    host = ARCHES.get(machine_name)
+    if host is None:
+        return None
+    if machine_name == "aarch64" and l4t is not None and l4t < JETSON_SBSA_FROM_L4T:
+        return "linux-aarch64"
+    return host.redist

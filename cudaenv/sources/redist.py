@@ -77,7 +77,17 @@ def machine_platform() -> str:
     if host is None:
         raise SourceError(f"no CUDA redist archives for machine type {arch.machine()!r} "
                           f"({arch.supported()} are supported)")
-    return host.redist
+    return arch.redist_platform(host.machine, _l4t_major()) or host.redist
+
+
+def _l4t_major() -> int | None:
+    """A Jetson's L4T major from its release file (CUDAENV_TEGRA_RELEASE), else None."""
+    from ..store import read_head
+
+    try:
+        return arch.l4t_major(read_head(settings.get("CUDAENV_TEGRA_RELEASE"), 4096))
+    except OSError:
+        return None
 
 
 def _listing(url: str) -> str:
