@@ -1,7 +1,8 @@
 """Which toolkit is selected here, and by what.
 
 Precedence: CUDAENV_VERSION, then the nearest .cuda-version walking up from the
-current directory to /, then $CUDAENV_ROOT/version, then `system`.
+current directory to /, then $CUDAENV_ROOT/version, then the first shared
+store's global version (the admin's default, cudaenv/shared_roots.py), then `system`.
 
 What a version file may hold and how one is read is cudaenv/versionfile.py.
 A .cuda-version or .tool-versions in a world-writable sticky directory (such
@@ -31,12 +32,13 @@ from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 class Selection:
     # A plain class, not a dataclass: this is on `cudaenv which`'s start-up path.
-    __slots__ = ("spec", "source", "line")
+    __slots__ = ("spec", "source", "line", "shared")
 
-    def __init__(self, spec: Spec, source: str, line: int | None = None):
+    def __init__(self, spec: Spec, source: str, line: int | None = None, shared: bool = False):
         self.spec = spec
         self.source = source  # "CUDAENV_VERSION", a version file's path, or "default"
         self.line = line
+        self.shared = shared  # source is a shared store's global version file
 
     def __repr__(self):
         return f"Selection({self.spec.text!r}, {self.source!r}, {self.line})"
@@ -47,6 +49,10 @@ class Selection:
             return ORIGIN_ENV
         if self.source == "default":
             return ORIGIN_DEFAULT
+        if self.shared:
+            from .shared_roots import ORIGIN_GLOBAL
+
+            return ORIGIN_GLOBAL.format(source=self.source)
         return ORIGIN_FILE.format(source=self.source)
 
     def to_json(self) -> dict:
@@ -138,6 +144,13 @@ def select(cwd: Path | None = None, env=None) -> Selection:
     if _exists(gfile) is not None:
         spec, line = read_version_file(gfile)
         return Selection(spec, str(gfile), line)
+    if env.get("CUDAENV_SHARED_ROOTS"):
+        from . import shared_roots
+
+        admin = shared_roots.global_version_file(env)
+        if admin is not None:
+            spec, line = read_version_file(admin)
+            return Selection(spec, str(admin), line, shared=True)
     return Selection(parse_spec("system"), "default")
 
 

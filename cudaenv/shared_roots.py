@@ -16,6 +16,11 @@ store in each one's own table instead (shims/select.sh, _cudaenv_resolve_stale).
 Entries are absolute paths of printable ASCII characters; empty entries are
 skipped and trailing slashes dropped, the same way in Python and shell. A
 store that does not exist (a mount missing on this node) offers nothing.
+
+A user with no version file of their own (no .cuda-version above, no global
+version in their store) gets the admin's default: the `version` file of the
+first shared store that has one, as `cudaenv global` wrote it there, before
+`system` (global_version_file; shims/select-rare.sh _cudaenv_select_shared).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ ALLOWED = "absolute paths of cudaenv stores (printable ASCII), separated by colo
 # Rendered into the shell templates too (cudaenv.shims.shared_facts).
 NOT_ABSOLUTE = f"{VARIABLE}: {{shown}} is not an absolute path; allowed are {ALLOWED}"
 ORIGIN_PREFIX = "shared: "
+ORIGIN_GLOBAL = "set by {source}, the shared store's default"
 
 
 class InvalidSharedRoots(store.StoreError):
@@ -65,6 +71,20 @@ def roots(env=None) -> list[Path]:
         return []
     own = str(store.root(env))
     return [Path(p) for p in text.split(":") if p != own]
+
+
+def global_version_file(env=None) -> Path | None:
+    """The admin's default for a user whose own store has no global version: the `version` file
+    of the first shared store in the list that has one (any kind of file: a directory named
+    `version` is an error for the reader, not something to skip), else None."""
+    for shared in roots(env):
+        path = shared / "version"
+        try:
+            os.lstat(path)
+        except OSError:
+            continue
+        return path
+    return None
 
 
 def origin(shared_root: Path) -> str:

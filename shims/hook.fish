@@ -274,9 +274,14 @@ function __cudaenv_select
             return 1
         end
         if not __cudaenv_exists "$file"
-            set -g __cudaenv_source default
-            set -g __cudaenv_spec system
-            return 0
+            # None of the user's own: a shared store's global version is the default.
+            __cudaenv_shared_default (__cudaenv_root); or return 1
+            set file $__cudaenv_shared_default
+            if test -z "$file"
+                set -g __cudaenv_source default
+                set -g __cudaenv_spec system
+                return 0
+            end
         end
     end
     set -g __cudaenv_source $file
@@ -329,6 +334,7 @@ function __cudaenv_resolve
         end
     end
     set -l origin @ORIGIN_FILE{source=$__cudaenv_source}@
+    test "$__cudaenv_source" = "$__cudaenv_shared_default"; and set origin @SHARED_ORIGIN{source=$__cudaenv_source}@
     test "$__cudaenv_source" = @ENV_VAR@; and set origin @ORIGIN_ENV@
     test "$__cudaenv_source" = default; and set origin @ORIGIN_DEFAULT@
     if test "$__cudaenv_spec" = system
@@ -399,6 +405,22 @@ function __cudaenv_shared -a r
     set -l built ""
     test -f "$marker"; and read built < "$marker"
     test "$built" = $__cudaenv_shared_joined; or set -g __cudaenv_stale 1
+    return 0
+end
+
+# The admin's default, as _cudaenv_select_shared in select-rare.sh: the
+# `version` file of the first shared store that has one into
+# __cudaenv_shared_default (empty when none), or __cudaenv_err and status 1.
+function __cudaenv_shared_default -a r
+    set -g __cudaenv_shared_default
+    __cudaenv_shared $r; or return 1
+    for entry in $__cudaenv_shared
+        test "$entry" != "$r"; or continue
+        if __cudaenv_exists "$entry/version"
+            set -g __cudaenv_shared_default "$entry/version"
+            return 0
+        end
+    end
     return 0
 end
 
@@ -554,6 +576,18 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     else if __cudaenv_exists "$gfile"
         __cudaenv_slurp $gfile; or set __cudaenv_bytes $__cudaenv_err
         set key "$key"global"|$gfile|$__cudaenv_bytes"
+    else if test -n "$CUDAENV_SHARED_ROOTS"
+        # No version file of the user's own: the shared stores' global version files
+        # (the admin's default) into the key; which applies is decided when it changes.
+        set key "$key"shared
+        for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
+            test -n "$entry"; or continue
+            set -l bytes none
+            if __cudaenv_exists "$entry/version"
+                __cudaenv_slurp "$entry/version"; and set bytes $__cudaenv_bytes; or set bytes $__cudaenv_err
+            end
+            set key "$key|$entry|$bytes"
+        end
     else
         set key "$key"none
         set none 1
