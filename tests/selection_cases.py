@@ -24,11 +24,11 @@ by them. The user's rehash runs with the setting listing them in that order;
 store's path), so a changed setting meets a table built for the old one. `shared_after` installs more there and
 `shared_gone` removes some (with the admin's rehash) after the user's rehash,
 as an admin does while users' tables are built. Expectations:
+  ("ok", "shared:<name>:13.0.2")  that store's toolkit is selected
+  ("bad-setting", "CUDAENV_SHARED_ROOTS")  exit 1, one line naming the setting
 `shared_global` maps a store's name to the bytes of its global version file
 (`cudaenv global` run by its admin): a user with no version file of their own
 gets the first such store's version before `system`.
-  ("ok", "shared:<name>:13.0.2")  that store's toolkit is selected
-  ("bad-setting", "CUDAENV_SHARED_ROOTS")  exit 1, one line naming the setting
 
 Files that are not plain bytes (`special`): "dir", "fifo" (a real mkfifo), "dangling"
 (a symlink to nothing), "loop" (a symlink to itself), "device" (a node like
