@@ -424,6 +424,20 @@ function __cudaenv_shared_default -a r
     return 0
 end
 
+# No version file of the user's own: the shared stores' global version files
+# (the admin's default) for the hook's key, as _cudaenv_shared_key in hook.sh;
+# status 1 when no store has one. Which applies is decided when the key changes.
+function __cudaenv_shared_key
+    set -l key
+    for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
+        test -n "$entry"; and __cudaenv_exists "$entry/version"; or continue
+        __cudaenv_slurp "$entry/version"; and set -a key "$entry|$__cudaenv_bytes"; or set -a key "$entry|$__cudaenv_err"
+    end
+    test -n "$key"; or return 1
+    string join '|' -- $key
+    return 0  # not string join's status (1 for a single piece)
+end
+
 # Alias file $argv[1]: its root into __cudaenv_toolkit and origin into
 # __cudaenv_aorigin; status 1 when missing or naming no toolkit.
 function __cudaenv_alias_entry -a file
@@ -576,18 +590,8 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     else if __cudaenv_exists "$gfile"
         __cudaenv_slurp $gfile; or set __cudaenv_bytes $__cudaenv_err
         set key "$key"global"|$gfile|$__cudaenv_bytes"
-    else if test -n "$CUDAENV_SHARED_ROOTS"
-        # No version file of the user's own: the shared stores' global version files
-        # (the admin's default) into the key; which applies is decided when it changes.
-        set key "$key"shared
-        for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
-            test -n "$entry"; or continue
-            set -l bytes none
-            if __cudaenv_exists "$entry/version"
-                __cudaenv_slurp "$entry/version"; and set bytes $__cudaenv_bytes; or set bytes $__cudaenv_err
-            end
-            set key "$key|$entry|$bytes"
-        end
+    else if test -n "$CUDAENV_SHARED_ROOTS"; and set -l shared (__cudaenv_shared_key)
+        set key "$key"shared"|$shared"
     else
         set key "$key"none
         set none 1

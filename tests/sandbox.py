@@ -182,7 +182,7 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         assert code == 127, ctx
         spec = case.expect[1]
         assert ("cudaenv install " + (spec if spec != "system" else "")) in stderr, ctx
-        if case.shared_global and not (case.files or case.global_ is not None or case.env):
+        if spec != "system" and case.shared_global and not (case.files or case.global_ is not None or case.env):
             assert "shared-" in stderr and "/version, the shared store's default)" in stderr, ctx  # what selected it
         assert len(stderr.strip().splitlines()) <= 2, ctx
     elif kind == "invalid":

@@ -492,23 +492,22 @@ def test_changing_the_shared_stores_setting_applies_at_the_next_prompt(shell, wo
 @pytest.mark.parametrize("shell", SHELLS)
 def test_the_admins_default_applies_at_the_next_prompt(shell, world):
     """A user with no version file of their own gets the shared store's global version, the
-    admin's default; when the admin changes it (`cudaenv global` in the store), an open shell
-    moves at its next prompt, in the same directory, and the user's own global then wins."""
+    admin's default, once the admin sets one (before, the user's own CUDA_HOME stays, quietly);
+    when the admin changes it, an open shell moves at its next prompt, in the same directory,
+    and the user's own global wins over it."""
     tmp, root, env, init = world
     from toolkits import managed
 
     shared = tmp / "shared"
     tk128, tk131 = managed(shared, "12.8.2"), managed(shared, "13.1.0")
     admin_rehash(env, shared)
-    admin = {**{k: v for k, v in env.items() if k != "CUDAENV_SHARED_ROOTS"}, "CUDAENV_ROOT": str(shared)}
-    subprocess.run([sys.executable, "-m", "cudaenv", "global", "13.1"], env=admin, check=True, capture_output=True)
     setting = f"set -gx CUDAENV_SHARED_ROOTS {shared}\n" if shell == "fish" else f"export CUDAENV_SHARED_ROOTS={shared}\n"
-    admin_global = f"{sys.executable} -m cudaenv global 12.8.2\n"
-    own_global = f"printf '13.0\\n' > {root}/version\n"
-    body = (setting + "prompt\nshow\n" + f"env CUDAENV_ROOT={shared} CUDAENV_SHARED_ROOTS= " + admin_global
-            + "prompt\nshow\n" + own_global + "prompt\nshow\n")
-    p, (first, changed, own) = session(shell, world, body)
+    admin = f"env CUDAENV_ROOT={shared} CUDAENV_SHARED_ROOTS= {sys.executable} -m cudaenv global"
+    body = (setting + "prompt\nshow\n" + f"{admin} 13.1\nprompt\nshow\n" + f"{admin} 12.8.2\nprompt\nshow\n"
+            + f"printf '13.0\\n' > {root}/version\nprompt\nshow\n")
+    p, (before, first, changed, own) = session(shell, world, body)
     assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert before["CUDA_HOME"] == "/opt/users-own-cuda", (shell, before)
     assert first["CUDA_HOME"] == str(tk131) and first["PATH"].startswith(f"{tk131}/bin:"), (shell, first)
     assert changed["CUDA_HOME"] == str(tk128), (shell, changed)
     assert own["CUDA_HOME"] == str(root / "versions" / "13.0.2"), (shell, own)
