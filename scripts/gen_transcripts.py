@@ -19,6 +19,7 @@ reaches nothing outside it:
 - a store filled by real installs from a loopback redist mirror (tests/redist_mirror.py,
   tests/httpserver.py), pinned as the mirror serves it; no system toolkit is searched and
   no nvcc of this machine is on PATH;
+- for PyPI installs, the loopback index of tests/test_pypi.py, with stand-in cuDNN and NCCL wheels;
 - for doctor and resolve, the fake machine of tests/fakemachine.py (an sm_120 GPU, driver
   580.65.06, torch 2.9 built with CUDA 13.0), so no real GPU or network shapes the output.
 
@@ -213,6 +214,37 @@ def planning(tmp: Path) -> dict[str, str]:
                              + (f"[exit {r.returncode}]\n" if r.returncode else "")}
 
 
+def companions(tmp: Path) -> dict[str, str]:
+    """docs/companions.md: a PyPI install with cuDNN and NCCL, from a loopback index (tests/test_pypi.py's)
+    serving the release's wheels and stand-in cuDNN and NCCL wheels whose headers say their versions."""
+    from test_pypi import Index, build_wheel, platform_tag, populate, MACHINE
+
+    wheels = tmp / "wheels"
+    wheels.mkdir(parents=True)
+    index = Index(wheels)
+    try:
+        populate(index, wheels)
+        for project, version, files in COMPANION_WHEELS:
+            index.add(project, build_wheel(wheels, project, version, platform_tag(MACHINE), files))
+        s = Session(tmp / "home-root", "http://127.0.0.1:9/")  # the redist URL is never asked
+        s.env.update(CUDAENV_PYPI_URL=index.url, CUDAENV_SOURCE="pypi")
+        s.setup("install", "13.0", "--with", "cudnn", "--with", "nccl")
+        return {"companions-versions": s.transcript(("versions",))}
+    finally:
+        index.close()
+
+
+# Stand-ins for NVIDIA's cuDNN and NCCL wheels for CUDA 13: the files cudaenv merges and reads.
+COMPANION_WHEELS = [
+    ("nvidia-cudnn-cu13", "9.28.1.6", {
+        "nvidia/cudnn/include/cudnn.h": b"#include <cudnn_version.h>\n",
+        "nvidia/cudnn/include/cudnn_version.h": b"#define CUDNN_MAJOR 9\n#define CUDNN_MINOR 28\n#define CUDNN_PATCHLEVEL 1\n",
+        "nvidia/cudnn/lib/libcudnn.so.9": b"\x7fELF cudnn\n"}),
+    ("nvidia-nccl-cu13", "2.32.3", {
+        "nvidia/nccl/include/nccl.h": b"#define NCCL_MAJOR 2\n#define NCCL_MINOR 32\n#define NCCL_PATCH 3\n",
+        "nvidia/nccl/lib/libnccl.so.2": b"\x7fELF nccl\n"}),
+]
+
 SESSIONS: list[Callable[[Session], dict[str, str]]] = [quick_start, shared_store]
 
 
@@ -220,6 +252,7 @@ def capture_all(tmp: Path) -> dict[str, str]:
     """Every transcript by name: docs/img's captures and the marked blocks' ones."""
     out = capture_guide(tmp / "guide")
     out.update(planning(tmp / "planning"))
+    out.update(companions(tmp / "companions"))
     mirror = RedistMirror(tmp / "mirror", platforms=("linux-x86_64",))
     for release in RELEASES:
         mirror.add_release(release)

@@ -95,17 +95,10 @@ def test_every_transcript_is_what_the_commands_print_now():
     assert r.returncode == 0, r.stderr[-4000:]
 
 
-# Pages whose transcript needs a source this sandbox does not have yet, and why.
-NOT_GENERATED = {"docs/companions.md": "an install --with cudnn --with nccl needs a loopback PyPI index serving "
-                                       "cuDNN and NCCL wheels"}
-
-
 def test_output_blocks_are_marked():
     """A fenced block that shows a `$ cudaenv` prompt line is a transcript, so it must be generated."""
     unmarked = []
     for page in PAGES:
-        if str(page.relative_to(REPO)) in NOT_GENERATED:
-            continue
         text = MARK.sub("", page.read_text())
         for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
             if re.search(r"^\$ (\S+=\S+ )*cudaenv ", block, re.M):
