@@ -415,11 +415,9 @@ function __cudaenv_shared_default -a r
     set -g __cudaenv_shared_default
     __cudaenv_shared $r; or return 1
     for entry in $__cudaenv_shared
-        test "$entry" != "$r"; or continue
-        if __cudaenv_exists "$entry/version"
-            set -g __cudaenv_shared_default "$entry/version"
-            return 0
-        end
+        test "$entry" != "$r"; and __cudaenv_exists "$entry/version"; or continue
+        set -g __cudaenv_shared_default "$entry/version"
+        return 0
     end
     return 0
 end

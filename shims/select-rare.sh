@@ -50,11 +50,9 @@ _cudaenv_select_shared() {
     set -f
     IFS=:
     for entry in $_ce_shared; do
-        [ "$entry" != "$_ce_r" ] || continue
-        if _cudaenv_exists "$entry/version"; then
-            _ce_shared_default=$entry/version
-            break
-        fi
+        [ "$entry" != "$_ce_r" ] && _cudaenv_exists "$entry/version" || continue
+        _ce_shared_default=$entry/version
+        break
     done
     [ -n "$noglob" ] || set +f
     if [ -n "$_ce_shared_default" ]; then
