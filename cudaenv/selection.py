@@ -1,7 +1,8 @@
 """Which toolkit is selected here, and by what.
 
 Precedence: CUDAENV_VERSION, then the nearest .cuda-version walking up from the
-current directory to /, then $CUDAENV_ROOT/version, then `system`.
+current directory to /, then $CUDAENV_ROOT/version, then the first shared
+store's global version (the admin's default, cudaenv/shared_roots.py), then `system`.
 
 In a process started from a bound venv's Python (`cudaenv venv bind`, which
 sets CUDAENV_BOUND_VENV), the walk starts at the bound project instead of the
@@ -36,13 +37,15 @@ from .versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 class Selection:
     # A plain class, not a dataclass: this is on `cudaenv which`'s start-up path.
-    __slots__ = ("spec", "source", "line", "venv")
+    __slots__ = ("spec", "source", "line", "venv", "shared")
 
-    def __init__(self, spec: Spec, source: str, line: int | None = None, venv: str | None = None):
+    def __init__(self, spec: Spec, source: str, line: int | None = None, venv: str | None = None,
+                 shared: bool = False):
         self.spec = spec
         self.source = source  # "CUDAENV_VERSION", a version file's path, or "default"
         self.line = line
         self.venv = venv  # the bound venv whose project this selection was read from, if any
+        self.shared = shared  # source is a shared store's global version file
 
     def __repr__(self):
         return f"Selection({self.spec.text!r}, {self.source!r}, {self.line})"
@@ -53,6 +56,10 @@ class Selection:
             return ORIGIN_ENV
         if self.source == "default":
             base = ORIGIN_DEFAULT
+        elif self.shared:
+            from .shared_roots import ORIGIN_GLOBAL
+
+            base = ORIGIN_GLOBAL.format(source=self.source)
         else:
             base = ORIGIN_FILE.format(source=self.source)
         return f"{base}, {ORIGIN_BOUND.format(venv=self.venv)}" if self.venv else base
@@ -176,6 +183,13 @@ def select_files(start: Path, env=None) -> Selection:
     if _exists(gfile) is not None:
         spec, line = read_version_file(gfile)
         return Selection(spec, str(gfile), line)
+    if env.get("CUDAENV_SHARED_ROOTS"):
+        from . import shared_roots
+
+        admin = shared_roots.global_version_file(env)
+        if admin is not None:
+            spec, line = read_version_file(admin)
+            return Selection(spec, str(admin), line, shared=True)
     return Selection(parse_spec("system"), "default")
 
 

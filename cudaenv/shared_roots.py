@@ -13,6 +13,11 @@ after it was built (an admin installed or removed a toolkit). Python rebuilds
 it then; the shims and hooks, which start no Python, look the spec up store by
 store in each one's own table instead (shims/select.sh, _cudaenv_resolve_stale).
 
+A user with no version file of their own (no .cuda-version above, no global
+version in their store) gets the admin's default: the `version` file of the
+first shared store that has one, as `cudaenv global` wrote it there, before
+`system` (global_version_file; shims/select-rare.sh _cudaenv_select_shared).
+
 Entries are absolute paths of printable ASCII characters; empty entries are
 skipped and trailing slashes dropped, the same way in Python and shell. A
 store that does not exist (a mount missing on this node) offers nothing.
@@ -33,6 +38,7 @@ from pathlib import Path
 from . import store
 
 VARIABLE = "CUDAENV_SHARED_ROOTS"
+ORIGIN_GLOBAL = "set by {source}, the shared store's default"  # the admin's default selected
 MARKER = ".shared-roots"  # in aliases/: the normalized list the table was built for
 ALLOWED = "absolute paths of cudaenv stores (printable ASCII), separated by colons"
 # Rendered into the shell templates too (cudaenv.shims.shared_facts).
@@ -114,6 +120,20 @@ def toolkit_groups(env=None) -> list[list]:
 
 def toolkits(env=None) -> list:
     return [tk for group in toolkit_groups(env) for tk in group]
+
+
+def global_version_file(env=None) -> Path | None:
+    """The admin's default for a user whose own store has no global version: the `version` file
+    of the first shared store in the list that has one (any kind of file: a directory named
+    `version` is an error for the reader, not something to skip), else None."""
+    for shared in roots(env):
+        path = shared / "version"
+        try:
+            os.lstat(path)
+        except OSError:
+            continue
+        return path
+    return None
 
 
 def table_is_stale(aliases_dir: Path, built_ns: int, env=None) -> bool:

@@ -46,6 +46,7 @@ VERSIONS_FACTS = ("ALLOWED", "MAX_SPEC_LEN", "UNPRINTABLE")
 OTHER_FACTS = (("store", "VERSION_FILE_NOT_ABSOLUTE", "VERSION_FILE_NOT_ABSOLUTE"),
                ("shared_roots", "NOT_ABSOLUTE", "SHARED_NOT_ABSOLUTE"),
                ("shared_roots", "UNTRUSTED", "SHARED_UNTRUSTED"),
+               ("shared_roots", "ORIGIN_GLOBAL", "SHARED_ORIGIN"),
                ("inventory", "EXISTS_IN", "EXISTS_IN"))
 # Every shell template; tests check that none writes out a shared fact itself.
 TEMPLATES = ("select.sh", "select-rare.sh", "shim.sh", "shim-rare.sh", "hook.sh", "hook.bash", "hook.zsh", "hook.fish")

@@ -276,9 +276,14 @@ function __cudaenv_select
             return 1
         end
         if not __cudaenv_exists "$file"
-            set -g __cudaenv_source default
-            set -g __cudaenv_spec system
-            return 0
+            # None of the user's own: a shared store's global version is the default.
+            __cudaenv_shared_default (__cudaenv_root); or return 1
+            set file $__cudaenv_shared_default
+            if test -z "$file"
+                set -g __cudaenv_source default
+                set -g __cudaenv_spec system
+                return 0
+            end
         end
     end
     set -g __cudaenv_source $file
@@ -331,6 +336,7 @@ function __cudaenv_resolve
         end
     end
     set -l origin @ORIGIN_FILE{source=$__cudaenv_source}@
+    test "$__cudaenv_source" = "$__cudaenv_shared_default"; and set origin @SHARED_ORIGIN{source=$__cudaenv_source}@
     test "$__cudaenv_source" = @ENV_VAR@; and set origin @ORIGIN_ENV@
     test "$__cudaenv_source" = default; and set origin @ORIGIN_DEFAULT@
     if test "$__cudaenv_spec" = system
@@ -402,6 +408,35 @@ function __cudaenv_shared -a r
     test -f "$marker"; and read built < "$marker"
     test "$built" = $__cudaenv_shared_joined; or set -g __cudaenv_stale 1
     return 0
+end
+
+# The admin's default, as _cudaenv_select_shared in select-rare.sh: the
+# `version` file of the first shared store that has one into
+# __cudaenv_shared_default (empty when none), or __cudaenv_err and status 1.
+function __cudaenv_shared_default -a r
+    set -g __cudaenv_shared_default
+    __cudaenv_shared $r; or return 1
+    for entry in $__cudaenv_shared
+        test "$entry" != "$r"; and __cudaenv_exists "$entry/version"; or continue
+        __cudaenv_untrusted_shared $entry; and continue  # another user's default is not obeyed
+        set -g __cudaenv_shared_default "$entry/version"
+        return 0
+    end
+    return 0
+end
+
+# No version file of the user's own: the shared stores' global version files
+# (the admin's default) for the hook's key, as _cudaenv_shared_key in hook.sh;
+# status 1 when no store has one. Which applies is decided when the key changes.
+function __cudaenv_shared_key
+    set -l key
+    for entry in (string split -- : "$CUDAENV_SHARED_ROOTS")
+        test -n "$entry"; and __cudaenv_exists "$entry/version"; or continue
+        __cudaenv_slurp "$entry/version"; and set -a key "$entry|$__cudaenv_bytes"; or set -a key "$entry|$__cudaenv_err"
+    end
+    test -n "$key"; or return 1
+    string join '|' -- $key
+    return 0  # not string join's status (1 for a single piece)
 end
 
 # Alias file $argv[1]: its root into __cudaenv_toolkit and origin into
@@ -600,6 +635,8 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     else if __cudaenv_exists "$gfile"
         __cudaenv_slurp $gfile; or set __cudaenv_bytes $__cudaenv_err
         set key "$key"global"|$gfile|$__cudaenv_bytes"
+    else if test -n "$CUDAENV_SHARED_ROOTS"; and set -l shared (__cudaenv_shared_key)
+        set key "$key"shared"|$shared"
     else
         set key "$key"none
         set none 1

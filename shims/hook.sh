@@ -95,6 +95,25 @@ _cudaenv_default() {
     _cudaenv_restore
 }
 
+# No version file of the user's own: the shared stores' global version files
+# (the admin's default, _cudaenv_select_shared) into _ce_raw for the key, read
+# with builtins as above; status 1 when no store has one (nothing selects).
+# Which of them applies is decided when the key changes.
+_cudaenv_shared_key() {
+    local entry raw= noglob= IFS
+    case $- in *f*) noglob=1 ;; esac
+    set -f
+    IFS=:
+    for entry in $CUDAENV_SHARED_ROOTS; do
+        _cudaenv_exists "$entry/version" || continue
+        _cudaenv_raw_value "$entry/version" 2>/dev/null
+        raw="$raw|$entry|$_ce_raw"
+    done
+    [ -n "$noglob" ] || set +f
+    _ce_raw=$raw
+    [ -n "$raw" ]
+}
+
 _cudaenv_hook() {
     local key
     _cudaenv_root
@@ -111,6 +130,8 @@ _cudaenv_hook() {
     elif ! _cudaenv_global_file || _cudaenv_exists "$_ce_global"; then
         _cudaenv_raw_value "$_ce_global" 2>/dev/null
         key="${key}global|$_ce_global|$_ce_raw"
+    elif [ -n "${CUDAENV_SHARED_ROOTS-}" ] && _cudaenv_shared_key; then
+        key="${key}shared|$_ce_raw"
     else
         key="${key}none"
     fi

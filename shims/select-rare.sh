@@ -33,8 +33,36 @@ _cudaenv_origin() {
     case $_ce_source in
         CUDAENV_VERSION) _ce_origin=@ORIGIN_ENV@ ;;
         default) _ce_origin=@ORIGIN_DEFAULT@ ;;
+        "${_ce_shared_default-}") _ce_origin=@SHARED_ORIGIN{source=$_ce_source}@ ;;
         *) _ce_origin=@ORIGIN_FILE{source=$_ce_source}@ ;;
     esac
+}
+
+# No version file of the user's own selects (_cudaenv_select): the admin's
+# default, the `version` file of the first shared store that has one (as
+# `cudaenv global` wrote it there), before `system`; as
+# cudaenv/shared_roots.py global_version_file. Builtins only.
+_cudaenv_select_shared() {
+    local entry noglob= IFS
+    _ce_shared_default=
+    _cudaenv_shared || return 1
+    case $- in *f*) noglob=1 ;; esac
+    set -f
+    IFS=:
+    for entry in $_ce_shared; do
+        [ "$entry" != "$_ce_r" ] && _cudaenv_exists "$entry/version" || continue
+        _cudaenv_untrusted_shared "$entry" && continue  # another user's default is not obeyed
+        _ce_shared_default=$entry/version
+        break
+    done
+    [ -n "$noglob" ] || set +f
+    if [ -n "$_ce_shared_default" ]; then
+        _ce_source=$_ce_shared_default
+        _cudaenv_read_version "$_ce_source"
+        return
+    fi
+    _ce_source=default
+    _ce_spec=system
 }
 
 # Version files are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (the

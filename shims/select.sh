@@ -224,6 +224,8 @@ _cudaenv_select() {
         _cudaenv_read_version "$_ce_source"
         return
     fi
+    # None of the user's own: a shared store's global version is the default (select-rare.sh).
+    if [ -n "${CUDAENV_SHARED_ROOTS-}" ]; then _cudaenv_rare; _cudaenv_select_shared; return; fi
     _ce_source=default
     _ce_spec=system
 }

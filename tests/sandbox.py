@@ -99,7 +99,9 @@ class Sandbox:
             (self.root / "version").write_bytes(case.global_)
         self.cwd = self.proj / case.cwd
         self.cwd.mkdir(parents=True, exist_ok=True)
-        self.env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"), **case.env)
+        # "{proj}" in a value stands for the project's path.
+        env = {k: v.replace("{proj}", str(self.proj)) for k, v in case.env.items()}
+        self.env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"), **env)
         path_dirs = []
         for i, (kind, rel) in enumerate(case.path):
             p = make_toolkit(self.tmp / f"path{i}", rel)
@@ -121,6 +123,8 @@ class Sandbox:
         self.shared = {name: above / f"shared-{name}" for name in case.shared}
         for name, releases in case.shared.items():
             self._add_shared(name, releases)
+        for name, data in case.shared_global.items():
+            (self.shared[name] / "version").write_bytes(data)
         if self.shared:
             self.env["CUDAENV_SHARED_ROOTS"] = ":".join(str(p) for p in self.shared.values())
 
@@ -196,6 +200,8 @@ def check(case, sandbox: Sandbox, code: int, stdout: str, stderr: str, who: str)
         assert code == 127, ctx
         spec = case.expect[1]
         assert ("cudaenv install " + (spec if spec != "system" else "")) in stderr, ctx
+        if spec != "system" and case.shared_global and not (case.files or case.global_ is not None or case.env):
+            assert "shared-" in stderr and "/version, the shared store's default)" in stderr, ctx  # what selected it
         assert len(stderr.strip().splitlines()) <= 2, ctx
     elif kind == "invalid":
         assert code == 1, ctx

@@ -6,7 +6,7 @@ A case describes a sandbox:
   system    releases of toolkits found outside cudaenv, at <tmp>/sys/cuda-<release>
   files     version files relative to <tmp>/proj, with their exact bytes
   global_   the bytes of $CUDAENV_ROOT/version, or None
-  env       extra environment (CUDAENV_VERSION)
+  env       extra environment (CUDAENV_VERSION); "{proj}" in a value is <tmp>/proj
   cwd       where the command runs, relative to <tmp>/proj
 and what must happen:
   ("ok", "managed:13.0.2")      the managed toolkit 13.0.2 is selected
@@ -30,6 +30,9 @@ a sticky directory above is fine) is skipped with a one-line warning:
 `shared_foreign`, `shared_mode` and `shared_above` make one. Expectations:
   ("ok", "shared:<name>:13.0.2")  that store's toolkit is selected
   ("bad-setting", "CUDAENV_SHARED_ROOTS")  exit 1, one line naming the setting
+`shared_global` maps a store's name to the bytes of its global version file
+(`cudaenv global` run by its admin): a user with no version file of their own
+gets the first such store's version before `system`.
 
 Files that are not plain bytes (`special`): "dir", "fifo" (a real mkfifo), "dangling"
 (a symlink to nothing), "loop" (a symlink to itself), "device" (a node like
@@ -68,6 +71,7 @@ class Case:
     shared_roots: str | None = None
     shared_after: dict = field(default_factory=dict)
     shared_gone: dict = field(default_factory=dict)
+    shared_global: dict = field(default_factory=dict)  # store name -> bytes of its `version` file
     # Managed toolkits copied into / deleted from versions/ by hand after the rehash.
     managed_after: list = field(default_factory=list)
     managed_gone: list = field(default_factory=list)
@@ -303,6 +307,32 @@ CASES = [
          shared_roots="::{a}//:", files={V: b"13\n"}),
     Case("shared-missing-store-offers-nothing", ("ok", "shared:a:13.0.2"), shared={"a": ["13.0.2"]},
          shared_roots="/nonexistent/cudaenv-store:{a}", files={V: b"13\n"}),
+    # The admin's global version is the default of users with no version file of their own.
+    Case("shared-admin-default", ("ok", "shared:a:13.0.2"), shared={"a": ["12.8.1", "13.0.2"]},
+         shared_global={"a": b"13.0\n"}),
+    Case("shared-admin-default-own-toolkit-wins", ("ok", "managed:13.0.0"), managed=["13.0.0"],
+         shared={"a": ["12.8.1", "13.0.2"]}, shared_global={"a": b"13.0\n"}),
+    Case("shared-own-global-wins", ("ok", "managed:12.8.1"), managed=TWO, global_=b"12.8\n",
+         shared={"a": ["13.0.2"]}, shared_global={"a": b"13.0\n"}),
+    Case("shared-own-global-file-setting-wins", ("ok", "shared:a:12.8.1"), shared={"a": ["12.8.1", "13.0.2"]},
+         shared_global={"a": b"13.0\n"}, files={"my-version": b"12.8\n"},
+         env={"CUDAENV_VERSION_FILE": "{proj}/my-version"}),
+    Case("shared-own-global-file-setting-missing", ("ok", "shared:a:13.0.2"), shared={"a": ["12.8.1", "13.0.2"]},
+         shared_global={"a": b"13.0\n"}, env={"CUDAENV_VERSION_FILE": "{proj}/my-version"}),
+    Case("shared-project-file-wins", ("ok", "shared:a:12.8.1"), shared={"a": ["12.8.1", "13.0.2"]},
+         shared_global={"a": b"13.0\n"}, files={V: b"12.8\n"}),
+    Case("shared-admin-default-first-store-with-one", ("ok", "shared:b:12.8.1"),
+         shared={"a": ["13.0.2"], "b": ["12.8.1"]}, shared_global={"b": b"12.8\n"}),
+    Case("shared-admin-default-first-store-wins", ("ok", "shared:a:13.0.2"),
+         shared={"a": ["13.0.2"], "b": ["12.8.1"]}, shared_global={"a": b"13.0\n", "b": b"12.8\n"}),
+    Case("shared-admin-default-not-installed", ("missing", "12.4"), shared={"a": ["13.0.2"]},
+         shared_global={"a": b"12.4\n"}),
+    Case("shared-admin-default-invalid", ("invalid", "shared-a/version", 1), shared={"a": ["13.0.2"]},
+         shared_global={"a": b"../../etc\n"}),
+    Case("shared-admin-default-system", ("ok", "system:12.8.1"), shared={"a": ["13.0.2"]}, system=["12.8.1"],
+         shared_global={"a": b"system\n"}),
+    Case("shared-no-admin-default-is-system", ("ok", "system:12.8.1"), shared={"a": ["13.0.2"]},
+         system=["12.8.1"]),
     # A toolkit copied in or removed by hand, with no rehash since: every
     # implementation sees versions/ as it is now (pyenv resolves at run time too).
     Case("hand-added-after-rehash", ("ok", "managed:13.1.0"), managed=["13.0.2"], managed_after=["13.1.0"],
@@ -327,6 +357,12 @@ CASES = [
     Case("hand-removed-only-one", ("missing", "12.8"), managed=["12.8.1", "13.0.2"], managed_gone=["12.8.1"],
          files={V: b"12.8\n"}),
     # A store anyone could have made (a missing mount under a 1777 directory) or may change is skipped.
+    # The admin's default of a store someone else could write is not obeyed either.
+    Case("shared-admin-default-of-untrusted-store-not-used", ("missing", "system"), shared={"a": ["13.0.2"]},
+         shared_global={"a": b"13.0\n"}, shared_mode={"a": 0o777}, warn="is writable by others (mode 0777)"),
+    Case("shared-admin-default-of-untrusted-store-gives-way", ("ok", "shared:b:12.8.1"),
+         shared={"a": ["13.0.2"], "b": ["12.8.1"]}, shared_global={"a": b"13.0\n", "b": b"12.8\n"},
+         shared_foreign=["a"], warn="belongs to uid"),
     Case("shared-store-of-another-user-skipped", ("missing", "13.0"), shared={"a": ["12.8.1"]},
          shared_after={"a": ["13.0.2"]}, shared_foreign=["a"], files={V: b"13.0\n"},
          warn="in CUDAENV_SHARED_ROOTS: "),

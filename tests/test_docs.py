@@ -2,12 +2,11 @@
 reference equals what the click commands generate, and the transcripts the guide
 shows are what cudaenv really prints on the guide's fake machine.
 
-    python tests/test_docs.py    # re-capture docs/img/*.txt and docs/img/doctor.svg
+    python scripts/gen_transcripts.py    # re-capture docs/img/*.txt, doctor.svg and every marked block
 """
 
 from __future__ import annotations
 
-import html
 import re
 import shutil
 import subprocess
@@ -16,91 +15,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakemachine import Machine  # noqa: E402
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+from gen_transcripts import GUIDE_CAPTURES, MARK, PAGES, capture_guide, render_svg  # noqa: E402
+
 DOCS = REPO / "docs"
 IMG = DOCS / "img"
-
-
-# --- the guide's machine --------------------------------------------------------------------
-
-def _paths(m: Machine) -> list[tuple[str, str]]:
-    """Temporary paths -> the paths of the machine the guide describes (longest first)."""
-    return [(str(m.tmp / "sys" / "cuda-12.8"), "/usr/local/cuda-12.8"),
-            (str(m.root), "/home/llm/.local/share/cudaenv"),
-            (str(m.venv), "/srv/llm/.venv"),
-            (str(m.proj), "/srv/llm"),
-            (str(m.home), "/home/llm"),
-            (str(m.bin / "gcc"), "/usr/bin/gcc"),
-            (str(m.tmp / "nonexistent"), "/nonexistent")]
-
-
-def capture_guide(tmp: Path) -> dict[str, str]:
-    """Run the guide's steps on a fake machine: an sm_120 GPU, torch 2.9 built with CUDA 13.0,
-    FlashInfer 0.6.1, and the machine's CUDA 12.8 nvcc first on PATH."""
-    m = Machine(tmp, gpus="rtx-pro-6000", torch="2.9.0+cu130", flashinfer="0.6.1")
-    cuda128 = m.system_toolkit("12.8.1")
-    m.flashinfer_cache(cuda128)  # kernels FlashInfer JIT-compiled with 12.8 before the fix
-    env = m.env(path_first=[cuda128 / "bin"], VIRTUAL_ENV=str(m.venv))
-    out = {}
-
-    def run(name, *args, env=env):
-        r = m.cli(*args, env=env)
-        text = f"$ cudaenv {' '.join(args)}\n{r.stdout}{r.stderr}"
-        text += f"[exit {r.returncode}]\n"
-        for real, shown in _paths(m):
-            text = text.replace(real, shown)
-        out[name] = text
-
-    run("doctor", "doctor")
-    m.managed_toolkit("13.0.2")  # what `cudaenv install 13.0` leaves in the store
-    run("local", "local", "13.0")
-    run("doctor-after-local", "doctor", "--quiet")
-    run("doctor-exec", "exec", "--", "cudaenv", "doctor", "--quiet")
-    run("doctor-fix", "exec", "--", "cudaenv", "doctor", "--fix", "--yes", "--quiet")
-    run("env-systemd", "env", "--format", "systemd",
-        env={**env, "PATH": "/usr/local/bin:/usr/bin:/bin"})
-    run("env-dotenv", "env", "--format", "dotenv", env={**env, "PATH": "/usr/local/bin:/usr/bin:/bin"})
-    bad = {**env, "CUDA_HOME": str(m.tmp / "nonexistent")}
-    run("doctor-nonexistent", "exec", "--", "env", f"CUDA_HOME={m.tmp / 'nonexistent'}", "cudaenv", "doctor", "--quiet",
-        env=bad)
-    out["doctor-nonexistent"] = out["doctor-nonexistent"].replace("$ cudaenv exec -- env CUDA_HOME=/nonexistent ",
-                                                                  "$ CUDA_HOME=/nonexistent ")
-    return out
-
-
-COLORS = {"[ok]": "#3fb950", "[warn]": "#d29922", "[error]": "#f85149"}
-
-
-def render_svg(text: str) -> str:
-    """A terminal-looking SVG of a transcript: monospace lines, status tags coloured."""
-    lines = text.rstrip("\n").splitlines()
-    width = max(len(l) for l in lines) * 7.8 + 32
-    height = len(lines) * 18 + 40
-    rows = []
-    for i, line in enumerate(lines):
-        y = 30 + i * 18
-        tag = next((t for t in COLORS if line.startswith(t)), None)
-        if tag:
-            rest = html.escape(line[len(tag):])
-            rows.append(f'<text x="16" y="{y}"><tspan fill="{COLORS[tag]}">{html.escape(tag)}</tspan>{rest}</text>')
-        else:
-            fill = "#8b949e" if line.startswith("$") else "#e6edf3"
-            rows.append(f'<text x="16" y="{y}" fill="{fill}">{html.escape(line)}</text>')
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
-            f'viewBox="0 0 {width:.0f} {height}" role="img" aria-label="cudaenv doctor output">\n'
-            f'<rect width="100%" height="100%" rx="8" fill="#0d1117"/>\n'
-            f'<g font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="13" fill="#e6edf3" '
-            f'xml:space="preserve">\n' + "\n".join(rows) + "\n</g>\n</svg>\n")
-
-
-def write_captures(tmp: Path) -> None:
-    captured = capture_guide(tmp)
-    for name, text in captured.items():
-        (IMG / f"{name}.txt").write_text(text)
-    (IMG / "doctor.svg").write_text(render_svg(captured["doctor"]))
 
 
 # --- tests ------------------------------------------------------------------------------------
@@ -140,7 +60,7 @@ def test_guide_transcripts_are_real(tmp_path):
     captured = capture_guide(tmp_path)
     for name, text in captured.items():
         committed = IMG / f"{name}.txt"
-        assert committed.read_text() == text, f"{committed} is stale: run python tests/test_docs.py"
+        assert committed.read_text() == text, f"{committed} is stale: run python scripts/gen_transcripts.py"
     assert (IMG / "doctor.svg").read_text() == render_svg(captured["doctor"])
     # The story the guide tells: doctor names FlashInfer's sm_120 failure and the fix.
     assert 'FlashInfer raises "SM 12.x requires CUDA >= 12.9"' in captured["doctor"]
@@ -152,17 +72,8 @@ def test_guide_transcripts_are_real(tmp_path):
 def test_guide_quotes_the_transcripts_verbatim():
     """The guide shows each captured transcript exactly (the test above keeps those real)."""
     guide = (DOCS / "guides" / "jit-service.md").read_text()
-    for name in ("doctor", "local", "doctor-after-local", "doctor-exec", "doctor-fix", "env-systemd", "env-dotenv",
-                 "doctor-nonexistent"):
+    for name in GUIDE_CAPTURES:
         assert (IMG / f"{name}.txt").read_text() in guide, f"docs/guides/jit-service.md does not quote img/{name}.txt"
-
-
-if __name__ == "__main__":
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        write_captures(Path(d))
-    print(f"wrote {IMG}")
 
 
 def test_ci_runs_the_readme_test_command_exactly():
@@ -174,3 +85,22 @@ def test_ci_runs_the_readme_test_command_exactly():
     assert commands[0] in ci, "no line of .ci/run is the README's test command"
     index = (DOCS / "index.md").read_text()
     assert commands[0] in index, "docs/index.md shows another test command"
+
+
+def test_every_transcript_is_what_the_commands_print_now():
+    """Every marked block of every page, and docs/img's captures, equal a run of the commands now
+    (scripts/gen_transcripts.py: a loopback mirror, a fresh HOME, the fake machines)."""
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_transcripts.py"), "--check"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr[-4000:]
+
+
+def test_output_blocks_are_marked():
+    """A fenced block that shows a `$ cudaenv` prompt line is a transcript, so it must be generated."""
+    unmarked = []
+    for page in PAGES:
+        text = MARK.sub("", page.read_text())
+        for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+            if re.search(r"^\$ (\S+=\S+ )*cudaenv ", block, re.M):
+                unmarked.append(f"{page.relative_to(REPO)}: {block.splitlines()[0]}")
+    assert not unmarked, "unmarked transcripts (add <!-- transcript: NAME --> and a capture):\n" + "\n".join(unmarked)

@@ -623,3 +623,24 @@ def test_bash_ic_cd_then_build_uses_the_projects_toolkit(world):
     p = subprocess.run(["bash", "-ic", f"cd {tmp}/p128 && nvcc -c x.cu"], env=dict(env, HOME=str(home)),
                        cwd=home, capture_output=True, text=True, timeout=60)
     assert "stub-nvcc release=12.8.1" in p.stdout, p.stdout + p.stderr
+def test_the_admins_default_applies_at_the_next_prompt(shell, world):
+    """A user with no version file of their own gets the shared store's global version, the
+    admin's default, once the admin sets one (before, the user's own CUDA_HOME stays, quietly);
+    when the admin changes it, an open shell moves at its next prompt, in the same directory,
+    and the user's own global wins over it."""
+    tmp, root, env, init = world
+    from toolkits import managed
+
+    shared = tmp / "shared"
+    tk128, tk131 = managed(shared, "12.8.2"), managed(shared, "13.1.0")
+    admin_rehash(env, shared)
+    setting = f"set -gx CUDAENV_SHARED_ROOTS {shared}\n" if shell == "fish" else f"export CUDAENV_SHARED_ROOTS={shared}\n"
+    admin = f"env CUDAENV_ROOT={shared} CUDAENV_SHARED_ROOTS= {sys.executable} -m cudaenv global"
+    body = (setting + "prompt\nshow\n" + f"{admin} 13.1\nprompt\nshow\n" + f"{admin} 12.8.2\nprompt\nshow\n"
+            + f"printf '13.0\\n' > {root}/version\nprompt\nshow\n")
+    p, (before, first, changed, own) = session(shell, world, body)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert before["CUDA_HOME"] == "/opt/users-own-cuda", (shell, before)
+    assert first["CUDA_HOME"] == str(tk131) and first["PATH"].startswith(f"{tk131}/bin:"), (shell, first)
+    assert changed["CUDA_HOME"] == str(tk128), (shell, changed)
+    assert own["CUDA_HOME"] == str(root / "versions" / "13.0.2"), (shell, own)

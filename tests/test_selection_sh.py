@@ -26,7 +26,7 @@ IDS = [c.id for c in CASES]
 
 
 def _no_selection(case, box: Sandbox) -> bool:
-    if case.env.get("CUDAENV_VERSION", "").strip(" \t") or case.global_ is not None:
+    if case.env.get("CUDAENV_VERSION", "").strip(" \t") or case.global_ is not None or case.shared_global:
         return False
     from cudaenv import selection
 
