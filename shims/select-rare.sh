@@ -278,7 +278,7 @@ _cudaenv_warn() {
 _cudaenv_untrusted_shared() {
     local store dir out me= mygid myname uid gid user group mode name why= target=1
     store=$1
-    dir=$(cd -P -- "$store" 2>/dev/null && pwd -P) || return 1
+    dir=$(command cd -P -- "$store" 2>/dev/null && pwd -P) || return 1  # `command`: not the hook's own cd wrapper, which would run the hook again
     set -- "$dir"
     while [ "$dir" != / ]; do
         dir=${dir%/*}
