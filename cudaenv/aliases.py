@@ -85,22 +85,9 @@ def write(table: dict[str, Entry]) -> None:
     d = store.aliases_dir()
     d.mkdir(parents=True, exist_ok=True)
     shared_roots.write_marker(d)
-    for spec, e in table.items():
+    for spec in table:
         parse_spec(spec)  # never write a file name that is not a valid spec
-        text = f"{e.root}\n{e.release}\n{e.origin}\n"
-        path = d / spec
-        try:
-            if path.read_text() == text:
-                continue
-        except OSError:
-            pass
-        store.write_atomic(path, text)
-    for name in os.listdir(d):
-        if name not in table and not name.startswith("."):
-            try:
-                os.unlink(d / name)
-            except FileNotFoundError:
-                pass
+    store.sync_files(d, {spec: f"{e.root}\n{e.release}\n{e.origin}\n" for spec, e in table.items()})
     # Mark the table as built now, even when no entry changed (see is_stale).
     try:
         os.utime(d)

@@ -268,20 +268,7 @@ def write_choices(table: dict, env=None) -> dict[str, str]:
         cc = judged.get(entry.root)
         if cc:
             wanted[spec] = f"{entry.root}\n{cc}\n"
-    for spec, text in wanted.items():
-        path = d / spec
-        try:
-            if path.read_text() == text:
-                continue
-        except OSError:
-            pass
-        store.write_atomic(path, text)
-    for name in os.listdir(d):
-        if name not in wanted and not name.startswith("."):
-            try:
-                os.unlink(d / name)
-            except FileNotFoundError:
-                pass
+    store.sync_files(d, wanted)
     store.write_atomic(d / ".by-root.json", json.dumps(by_root, indent=1, sort_keys=True) + "\n")
     return by_root
 

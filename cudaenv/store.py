@@ -432,3 +432,23 @@ def retire(toolkit_dir: Path) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     os.rename(toolkit_dir, d / f"{toolkit_dir.name}-{os.getpid()}-{secrets.token_hex(4)}")
     return empty_trash()
+
+
+def sync_files(d: Path, texts: dict[str, str]) -> None:
+    """Make directory `d` hold exactly one file per name in `texts` (dot-files aside), each with
+    its text: a file already right is not rewritten, the others are written atomically, and the
+    files no longer wanted are removed. The one-file-per-spec tables the shell reads."""
+    for name, text in texts.items():
+        path = d / name
+        try:
+            if path.read_text() == text:
+                continue
+        except OSError:
+            pass
+        write_atomic(path, text)
+    for name in os.listdir(d):
+        if name not in texts and not name.startswith("."):
+            try:
+                os.unlink(d / name)
+            except FileNotFoundError:
+                pass
