@@ -31,5 +31,5 @@ echo "min-deps: $(echo $pins)" >&2
 # Only the plugins named here: the machine's newer platformdirs registers a pytest plugin that
 # the old one in the venv does not have.
 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 PYTHONPATH=$PWD "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-  -p xdist.plugin -n 2 --dist loadfile \
+  -p xdist.plugin -p pytest_timeout -n 2 --dist loadfile \
   tests/test_errors.py tests/test_cli.py tests/test_docs.py tests/test_pyenv_parity.py tests/test_completions.py
