@@ -1,11 +1,11 @@
 """`cudaenv install` stops when asked: a real install subprocess, sent SIGTERM or SIGINT (a
-real Ctrl-C on a pseudo-terminal too) while it downloads and while it unpacks.
+real Ctrl-C on a pseudo-terminal too) while it downloads and while it waits for a lock.
 
 Each case is made deterministic by pausing the install at the point that matters:
 the loopback server holds the archive's response half sent until the test has
-signalled (so the install is certainly mid-download), or the test holds the lock
-of the archive's cache tree (so the install is certainly in its unpack step,
-waiting where nothing but the process's end can wake it).
+signalled (so the install is certainly mid-download), or the test holds a lock
+the install needs (the release's, or the cache tree of one of its archives), so
+it waits where nothing but the process's end can wake it.
 
 Every case must end with status 130 and one line, leave no toolkit, staging tree
 or half-unpacked tree, keep in the cache only verified archives and .part files
@@ -205,18 +205,19 @@ def test_ctrl_c_on_a_terminal_stops_the_install(tmp_path, mirror, srv):
     assert_nothing_half_done(tmp_path, mirror)
 
 
-def test_sigterm_while_unpacking_stops_the_install(tmp_path, mirror, srv):
-    """The test holds the lock of the nvcc archive's tree, as another install unpacking it
-    would: the install has every archive, and waits in its unpack step when SIGTERM comes."""
+def test_sigterm_while_another_install_holds_an_archives_tree(tmp_path, mirror, srv):
+    """The test holds the lock of the nvcc archive's cache tree, as another install of a
+    release that shares the archive would (it holds its plan's trees until it commits). The
+    install announces the wait before it fetches anything, and SIGTERM ends the wait."""
     env = install_env(tmp_path, srv)
     nvcc_sha = sha(mirror.archive("13.0.2", "cuda_nvcc"))
     trees = tmp_path / "cache" / "trees"
     trees.mkdir(parents=True)
-    # "download: done" is printed once every archive is fetched: from then on the install is
-    # in its unpack step, which cannot pass the held tree.
-    rest = sigterm_while_held(tmp_path, env, trees / f"{nvcc_sha}.lock", "download: done")
+    rest = sigterm_while_held(tmp_path, env, trees / f"{nvcc_sha}.lock",
+                              "waiting for another install that uses the same archives")
     assert_one_interrupted_line(rest)
-    assert (tmp_path / "cache" / "sha256" / nvcc_sha).is_file() and not (trees / nvcc_sha).exists()
+    assert not (trees / nvcc_sha).exists()
+    assert [q for q in srv.requests if q[1].endswith(".tar.xz")] == []  # nothing fetched while waiting
     assert_nothing_half_done(tmp_path, mirror)
     finish_install(tmp_path, srv, env)
 
