@@ -112,6 +112,9 @@ class SelectedToolkit:
     version: str  # the spec as written: "13.0", "system"
     source: str  # "CUDAENV_VERSION", a version file's path, or "default"
     line: int | None  # the version file's line that holds it
+    # In a process a bound venv's Python started (`cudaenv venv bind`): that venv, whose
+    # project the selection was read from; `cudaenv version --json` has it only then.
+    venv: str | None = field(default=None, kw_only=True)
     origin: str  # "set by ...", for people
     release: str  # "13.0.2", or "unknown" when the toolkit does not say
     root: str
@@ -150,7 +153,10 @@ class Probe:
         return next((l for l in self.lookups if l.consumer == consumer), None)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if out["selection"] and out["selection"]["venv"] is None:
+            del out["selection"]["venv"]  # as the selection's own JSON: only where a binding selected
+        return out
 
 
 # --- input validation -----------------------------------------------------------------------

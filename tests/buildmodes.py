@@ -9,11 +9,14 @@ beside what the trace shows.
 
 Modes (MODES): the hook in a real interactive bash (`bash -ic 'cd proj && build'`, the
 hook loaded by ~/.bashrc in $HOME), only the shims on PATH, `cudaenv exec --`, and the venv
-binding (a slot: None until that mode exists here).
+binding (the project's .venv bound with `cudaenv venv bind`, its python started in $HOME
+with neither the hook nor the shims, running the build as an IDE, a kernel or a unit does).
 
 Consumers (CONSUMERS): torch's cpp_extension load() and setup.py, FlashInfer's JIT (stand-ins
 in tests/data/buildmodes/site that follow those packages' own lookup and build lines, see
-their docstrings), CMake in tree and with an out-of-tree -B directory, and meson.
+their docstrings; installed in the world's python3 and in the venv with a .pth, so that
+doctor's isolated probe of those interpreters sees them too), CMake in tree and with an
+out-of-tree -B directory, and meson.
 
     python tests/buildmodes.py            # print the matrix (Markdown)
     python tests/buildmodes.py --write    # regenerate docs/build-modes.md
@@ -41,7 +44,7 @@ MODE_TITLES = {
     "hook": "hook (interactive bash, `cd proj && build`)",
     "shims": "shims only on PATH",
     "exec": "`cudaenv exec --`",
-    "venv": "venv binding",
+    "venv": "venv binding (`.venv/bin/python` started in `$HOME`)",
 }
 SRC = "main.cpp kern.cu"
 CONSUMERS = {
@@ -93,6 +96,21 @@ def missing() -> str | None:
     return None
 
 
+def cmake_missing(toolkit: Path) -> str | None:
+    """Why the CMake consumers cannot link here, or None. CMakeLists.txt links
+    CUDA::cuda_driver, which FindCUDAToolkit makes only where it finds libcuda: the toolkit's
+    stub, or a driver's (a toolkit without stubs, such as a trimmed /usr/local/cuda-13.0, on a
+    machine without a GPU has neither)."""
+    import ctypes.util
+    import glob
+
+    stubs = [toolkit / "lib64" / "stubs", toolkit / "lib" / "stubs", *map(Path, glob.glob(f"{toolkit}/targets/*/lib/stubs"))]
+    if any((d / "libcuda.so").exists() for d in stubs) or ctypes.util.find_library("cuda"):
+        return None
+    return (f"{toolkit} has no stubs/libcuda.so and there is no driver's libcuda, which CMake's CUDA::cuda_driver "
+            "needs (scripts/ci_toolkit.sh installs a toolkit that has the stub)")
+
+
 def second_toolkit(real: Path, dest: Path) -> Path:
     """Another real toolkit at `dest`, as a machine's system toolkit: the real one's programs
     hard-linked (nvcc finds its own tree from its path), its headers and libraries copied so
@@ -138,16 +156,34 @@ class World:
     other: Path  # the global selection (the system toolkit)
     env: dict = field(default_factory=dict)
     meson: str | None = None  # why meson cannot run, or None
+    cmake: str | None = None  # why the CMake consumers cannot link, or None
+    venv: Path | None = None  # the project's .venv, bound to it (made by the first venv-mode command)
 
 
 def cli(tmp: Path) -> Path:
-    """A `cudaenv` command for shells (the hook's function calls `command cudaenv`)."""
+    """A `cudaenv` command for shells (the hook's function calls `command cudaenv`): this
+    checkout's, whatever PYTHONPATH the caller has (an IDE's process has none)."""
     d = tmp / "cli"
     d.mkdir(exist_ok=True)
     exe = d / "cudaenv"
-    exe.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m cudaenv \"$@\"\n")
+    exe.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(REPO))}${{PYTHONPATH:+:$PYTHONPATH}} "
+                   f"exec {shlex.quote(sys.executable)} -m cudaenv \"$@\"\n")
     exe.chmod(0o755)
     return d
+
+
+def python_env(dest: Path) -> Path:
+    """A real venv at `dest` with the stand-ins installed (a .pth that names
+    tests/data/buildmodes/site, which is how an editable install is found too): torch and
+    FlashInfer are there for every start of its python, as for doctor's isolated probe of it,
+    which reads no PYTHONPATH. Its python, or the python it already was."""
+    python = dest / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, capture_output=True)
+        site = subprocess.run([str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        Path(site, "buildmodes-standins.pth").write_text(f"{DATA / 'site'}\n")
+    return python
 
 
 def install_meson(dest: Path) -> str | None:
@@ -181,13 +217,16 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
     meson_exe.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(meson_dir))}${{PYTHONPATH:+:$PYTHONPATH}} "
                          f"exec {shlex.quote(sys.executable)} -m mesonbuild.mesonmain \"$@\"\n")
     meson_exe.chmod(0o755)
+    # The machine's python3, with torch and FlashInfer installed: the builds' `python3` and
+    # what doctor probes in the hook, shims and exec modes.
+    machine_python = python_env(tmp / "python")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("CUDAENV_") and k not in ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX",
                                                          "CONDA_PREFIX", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
                                                          "PROMPT_COMMAND", "TORCH_EXTENSIONS_DIR")}
     path = [p for p in env.get("PATH", "/usr/bin:/bin").split(":") if p and not os.path.exists(os.path.join(p, "nvcc"))]
     env.update({
-        "PATH": ":".join([str(cli(tmp)), str(bin_dir), os.path.dirname(sys.executable)] + path),
+        "PATH": ":".join([str(cli(tmp)), str(bin_dir), str(machine_python.parent)] + path),
         "CUDAENV_ROOT": str(root),
         "CUDAENV_SYSTEM_SEARCH": str(other),
         "CUDAENV_CACHE_DIR": str(tmp / "cache"),
@@ -195,8 +234,10 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
         "XDG_CACHE_HOME": str(home / ".cache"),
         "OUT": str(out),
         "SHELL": "/bin/bash",
-        "PYTHONPATH": os.pathsep.join([str(DATA / "site"), str(REPO)]),
-        "CUDAENV_LIVE_CONSUMERS": "never",
+        # This checkout's cudaenv for the `python -m cudaenv` runs (the stand-ins are installed
+        # in the world's python3 instead: doctor's probe of an interpreter reads no PYTHONPATH).
+        "PYTHONPATH": str(REPO),
+        "CUDAENV_LIVE": "never",
     })
     run = [sys.executable, "-m", "cudaenv"]
     subprocess.run(run + ["rehash"], env=env, check=True, capture_output=True)
@@ -204,7 +245,36 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
                    capture_output=True)
     init = subprocess.run(run + ["init", "-", "bash"], env=env, check=True, capture_output=True, text=True).stdout
     (home / ".bashrc").write_text(init)
-    return World(tmp, root, project, home, out, real.resolve(), other.resolve(), env, meson_missing)
+    return World(tmp, root, project, home, out, real.resolve(), other.resolve(), env, meson_missing,
+                 cmake_missing(real))
+
+
+def bound_venv(world: World) -> Path:
+    """The project's .venv (the default of `cudaenv venv bind`, uv's and PyCharm's), with the
+    stand-ins installed and bound to the project by `cudaenv venv bind` run there; made once
+    per world. Its python."""
+    if world.venv is None:
+        venv = world.project / ".venv"
+        python_env(venv)
+        p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=world.env, cwd=world.project,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+        world.venv = venv
+    return world.venv / "bin" / "python"
+
+
+def venv_entry(python: Path, project: Path, command: str) -> list[str]:
+    """argv that runs `command` as an IDE, a Jupyter kernel or a systemd unit runs a build
+    with a venv's python: the interpreter started directly (in $HOME, where run_traced starts
+    every mode), which changes into the project and runs the build. A Python consumer
+    (`python3 -c CODE`: torch's load(), setup.py, FlashInfer's JIT) runs in that interpreter
+    itself; any other (CMake, meson) as `sh -c COMMAND`, a child of it."""
+    words = shlex.split(command)
+    if len(words) == 3 and words[:2] == ["python3", "-c"]:
+        return [str(python), "-c", f"import os; os.chdir({str(project)!r})\n{words[2]}"]
+    code = ("import os, subprocess, sys; os.chdir(sys.argv[1]); "
+            "sys.exit(subprocess.call(['sh', '-c', sys.argv[2]]))")
+    return [str(python), "-c", code, str(project), command]
 
 
 def mode_command(world: World, mode: str, command: str) -> tuple[list[str], dict] | None:
@@ -219,10 +289,15 @@ def mode_command(world: World, mode: str, command: str) -> tuple[list[str], dict
         return ["sh", "-c", f"cd {shlex.quote(str(world.project))} && {command}"], env
     if mode == "exec":
         return ["sh", "-c", f"cd {shlex.quote(str(world.project))} && cudaenv exec -- sh -c {shlex.quote(command)}"], env
-    # venv: the slot for the venv binding (`cudaenv venv bind`). Filled in, it binds the
-    # project's toolkit to a venv that sees tests/data/buildmodes/site, and runs `command`
-    # with that venv's python from $HOME, with neither the hook nor the shims on PATH (an
-    # IDE, a Jupyter kernel, a systemd unit); doctor runs with that python the same way.
+    if mode == "venv":
+        # The bound venv's python, started directly in $HOME with what a process that no
+        # shell started has: neither the hook nor the shims (the world's PATH has neither),
+        # no PYTHONPATH (the venv has its packages installed), and no CUDAENV_ROOT (that
+        # would be exported by a shell's rc file, which nothing here read).
+        python = bound_venv(world)
+        for var in ("PYTHONPATH", "CUDAENV_ROOT"):
+            env.pop(var, None)
+        return venv_entry(python, world.project, command), env
     return None
 
 
@@ -314,8 +389,13 @@ def cudaenv_message(t: Traced) -> str | None:
 
 
 def doctor(world: World, mode: str) -> dict | None:
-    """`cudaenv doctor --json --no-gpu` as the project's build would run it in `mode`."""
-    spec = mode_command(world, mode, "cudaenv doctor --json --no-gpu")
+    """`cudaenv doctor --json --no-gpu` as the project's build would run it in `mode`; in the
+    venv mode a child of the bound venv's python asks about that python (`--python`), which is
+    how doctor is pointed at a venv that is not activated."""
+    command = "cudaenv doctor --json --no-gpu"
+    if mode == "venv":
+        command += f" --python {shlex.quote(str(bound_venv(world)))}"
+    spec = mode_command(world, mode, command)
     if spec is None:
         return None
     argv, env = spec
@@ -353,8 +433,9 @@ def matrix(world: World) -> dict:
             if report is None:
                 row[consumer] = ("not in this build", "-", "")
                 continue
-            if consumer == "meson" and world.meson:
-                row[consumer] = (f"not run: {world.meson}", "-", "")
+            why = not_run(world, consumer)
+            if why:
+                row[consumer] = (f"not run: {why}", "-", "")
                 continue
             t = run_traced(world, mode, command)
             assert t is not None
@@ -362,6 +443,13 @@ def matrix(world: World) -> dict:
             row[consumer] = (outcome(t), status, cudaenv_message(t) or "")
             clean(world)
     return cells
+
+
+def not_run(world: World, consumer: str) -> str | None:
+    """Why `consumer` cannot run in this world (then none of its cells run), or None."""
+    if consumer == "meson":
+        return world.meson
+    return world.cmake if consumer.startswith("CMake") else None
 
 
 def clean(world: World) -> None:
@@ -389,8 +477,18 @@ SAFETY = {
              "machine without `/usr/local/cuda` meson stops itself at configure, asking for `CUDA_PATH`.",
     "exec": "Safe. `cudaenv exec -- CMD` exports the selection's variables to CMD and everything it "
             "starts, wherever those run.",
-    "venv": "The venv binding (`cudaenv venv bind`) binds the project's toolkit to a Python environment; "
-            "its column is filled by the harness where that command is part of the build.",
+    "venv": "Safe for everything that venv's Python starts. `cudaenv venv bind`, run once in the project, "
+            "puts a `.pth` file in the venv, so every start of its interpreter, from any directory and with "
+            "neither the hook nor the shims on `PATH` (here: started in `$HOME` with no `PYTHONPATH` and no "
+            "`CUDAENV_ROOT`, as an IDE, a Jupyter kernel or a systemd unit starts it), sets `CUDA_HOME`, "
+            "`CUDA_PATH`, `CUDAToolkit_ROOT`, `CUDACXX` and the toolkit's `bin/` first on `PATH` before the "
+            "program's own code runs, for the toolkit the project's `.cuda-version` selects at that start. torch "
+            "and FlashInfer, running in that interpreter, take `CUDA_HOME`; CMake and meson, its children, "
+            "inherit the variables wherever they build. `cudaenv doctor --python .venv/bin/python` run by it "
+            "judges the venv's own packages and names the binding. The toolkit is the bound project's wherever "
+            "the interpreter works, even in another project's directory. Not covered: a build that the venv's "
+            "Python does not start (a terminal's `cmake`: the hook or `cudaenv exec` there), `python -S`, and an "
+            "interpreter already running when `.cuda-version` changes (its next start follows the file).",
 }
 
 

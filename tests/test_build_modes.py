@@ -15,7 +15,8 @@ WHY = bm.missing()
 UPDATE = os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1"
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"build-mode harness: {WHY}")
 
-# What the design promises, cell by cell: the hook and exec build with the selection; with
+# What the design promises, cell by cell: the hook, exec and the venv binding build with the
+# selection (the bound venv's python, started in $HOME without hook or shims); with
 # only the shims, a consumer that takes the store root for CUDA_HOME stops (its headers are
 # the global toolkit's), meson stops (it adds /usr/local/cuda's headers), CMake builds with
 # the selection in and out of tree (the shim follows the build to the project).
@@ -28,8 +29,13 @@ EXPECTED = {
 # headers on nvcc's line and stops; where there is none, meson stops itself at configure
 # ("Please specify the desired CUDA Toolkit version ... or set the CUDA_PATH environment
 # variable"), before anything compiles.
-USR_LOCAL_CUDA = bm.Path("/usr/local/cuda/include/cuda_runtime_api.h").is_file()
-if USR_LOCAL_CUDA:
+_USR_LOCAL_HEADER = bm.Path("/usr/local/cuda/include/cuda_runtime_api.h")
+USR_LOCAL_CUDA = _USR_LOCAL_HEADER.is_file()
+# Where /usr/local/cuda is the project's toolkit itself (CUDAENV_TEST_REAL_TOOLKIT names it), its
+# headers on nvcc's line are the selected toolkit's files, and meson builds with the selection.
+USR_LOCAL_CUDA_IS_SELECTED = bool(USR_LOCAL_CUDA and WHY is None and os.path.samefile(
+    _USR_LOCAL_HEADER, bm.real_toolkit() / "include" / "cuda_runtime_api.h"))
+if USR_LOCAL_CUDA and not USR_LOCAL_CUDA_IS_SELECTED:
     EXPECTED[("shims", "meson")] = "stopped by cudaenv"
 CELLS: dict = {}  # filled by the cell tests, read by the page test
 
@@ -59,8 +65,8 @@ def doctor_in(world, doctors, mode):
 @pytest.mark.parametrize("consumer", list(bm.CONSUMERS))
 @pytest.mark.parametrize("mode", bm.MODES)
 def test_cell(world, doctors, mode, consumer):
-    if consumer == "meson" and world.meson:
-        pytest.skip(world.meson)
+    if bm.not_run(world, consumer):
+        pytest.skip(bm.not_run(world, consumer))
     report = doctor_in(world, doctors, mode)
     if report is None:
         CELLS.setdefault(mode, {})[consumer] = ("not in this build", "-", "")
@@ -86,13 +92,26 @@ def test_cell(world, doctors, mode, consumer):
     assert bm.agrees(result, status), f"doctor says {status} ({verdicts}) where the build was {result}"
 
 
+def test_the_venv_modes_doctor_judges_the_bound_python(world, doctors):
+    """The venv column's doctor verdicts come from the venv's own environment: doctor run by
+    the bound python, about that python, with the selection read through the binding."""
+    report = doctor_in(world, doctors, "venv")
+    venv = world.project / ".venv"
+    assert report["probe"]["python"]["executable"] == str(venv / "bin" / "python")
+    assert {"torch", "flashinfer"} <= set(report["probe"]["python"]["packages"])
+    assert report["probe"]["selection"]["venv"] == str(venv)
+    assert report["probe"]["cuda_home"] == str(world.root / "versions" / "13.0.3")
+    assert {c["id"]: c["status"] for c in report["checks"]}["venv-binding"] == "ok"
+
+
 def test_the_page_is_this_matrix(world):
     cells = {m: CELLS.get(m, {}) for m in bm.MODES}
     ran = sum(len(v) for v in cells.values())
     if ran != len(bm.MODES) * len(bm.CONSUMERS):
         pytest.skip(f"only {ran} of {len(bm.MODES) * len(bm.CONSUMERS)} cells ran here")
-    if not USR_LOCAL_CUDA:
-        pytest.skip("the page was made on a machine with a /usr/local/cuda toolkit (meson's cell depends on it)")
+    if not USR_LOCAL_CUDA or USR_LOCAL_CUDA_IS_SELECTED:
+        pytest.skip("the page was made on a machine whose /usr/local/cuda is another toolkit than the project's "
+                    "(meson's cell depends on it)")
     text = bm.render(cells)
     if UPDATE:  # as for tests/golden: rewrite after an intended change
         bm.DOC.write_text(text)

@@ -367,3 +367,32 @@ def test_doctor_names_the_binding_of_the_target_python(world):
     p = cudaenv(env, "doctor", "--python", str(world["python"]), cwd=world["tmp"])
     assert f"[warn]  venv-binding: {world['venv']} is bound to {world['proj']}, but its toolkit is not applied" in p.stdout
     assert "fix: cudaenv install 13.0" in p.stdout
+
+
+def test_doctor_in_a_process_the_bound_python_started(world):
+    """doctor run by the bound Python itself (a notebook's `!cudaenv doctor`, a build script's
+    check) from another directory: the probe reads the selection through the binding, as
+    `cudaenv version` does, and says so (it failed on the selection's `venv` key once)."""
+    bind(world)
+    code = ("import os, subprocess, sys; sys.exit(subprocess.run([sys.argv[1], '-m', 'cudaenv', 'doctor', '--json', "
+            f"'--no-gpu', '--python', sys.executable], env=dict(os.environ, PYTHONPATH={str(REPO)!r})).returncode)")
+    p = subprocess.run([str(world["python"]), "-c", code, sys.executable],
+                       env=service_env(world["root"], CUDAENV_LIVE="never"), cwd=world["tmp"], capture_output=True,
+                       text=True, timeout=300)
+    assert p.stdout.startswith("{"), p.stdout + p.stderr
+    report = json.loads(p.stdout)
+    venv, tk = str(world["venv"]), str(world["13.0"])
+    assert report["probe"]["selection"] == {
+        "version": "13.0", "source": f"{world['proj']}/.cuda-version", "line": 1, "venv": venv,
+        "origin": f"set by {world['proj']}/.cuda-version, bound to the venv {venv}", "release": "13.0.2", "root": tk,
+        "toolkit_origin": "cudaenv"}
+    checks = {c["id"]: c for c in report["checks"]}
+    assert checks["selected-toolkit"]["status"] == "ok" and checks["venv-binding"]["status"] == "ok"
+    assert checks["cuda-home"]["status"] == checks["env-agree"]["status"] == "ok"
+    # Unbound again, a process the same Python starts selects by its own directory, and the
+    # probe's selection has no `venv` key, as before.
+    cudaenv(world["env"], "venv", "unbind", cwd=world["proj"])
+    p = subprocess.run([str(world["python"]), "-c", code, sys.executable],
+                       env=service_env(world["root"], CUDAENV_LIVE="never", CUDAENV_ROOT=str(world["root"])),
+                       cwd=world["proj"], capture_output=True, text=True, timeout=300)
+    assert "venv" not in json.loads(p.stdout)["probe"]["selection"], p.stdout + p.stderr
