@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 
 from . import consumers, jitcache, quoting, store
+from . import numba_cupy as nc
 from . import resolver as rs
 from .data import load
 from .machine import HEADER_SCAN_BYTES, Probe, probe as run_probe
@@ -253,7 +254,7 @@ class Context:
         steps = []
         if not self.selection_serves(r):
             if not self.installed(r):
-                steps.append(f"cudaenv install {r}")
+                steps.append(f"cudaenv install {r}{self.install_with}")
             steps.append(self.local_step(r))
         elif _real(self.in_use) == _real(self.selected_root):
             return None
@@ -268,6 +269,13 @@ class Context:
             # The hook ran, but something set the variables again after it: point them back.
             steps.append(self.export_fix())
         return " && ".join(steps)
+
+    @property
+    def install_with(self) -> str:
+        """` --with nvrtc` when a library consumer here needs libnvrtc (numba-cuda): the minimal
+        profile leaves it out, and a switch to a toolkit without it would leave that consumer broken."""
+        need = sorted({lib for c in _library_users(self).values() for lib in c.get("requires", ())})
+        return "".join(f" --with {lib}" for lib in need)
 
     def export_fix(self) -> str:
         """Every variable a consumer reads first, pointed at the selection: CMake takes CUDACXX
@@ -291,7 +299,7 @@ class Context:
             return None
         if self.selection_serves(r) and _real(self.selected_root) != _real(self.in_use):
             return self.toolkit_fix()
-        steps = ([] if self.installed(r) else [f"cudaenv install {r}"]) + [self.local_step(r)]
+        steps = ([] if self.installed(r) else [f"cudaenv install {r}{self.install_with}"]) + [self.local_step(r)]
         return " && ".join(steps)
 
     def applied(self, fix: str | None) -> str | None:
@@ -787,6 +795,9 @@ def library_consumers(ctx: Context) -> Findings:
             if needed:
                 symptom = users[needed[0]].get("symptom", "")
                 fix = f"cudaenv install {rel} --with {lib}" if rel and ctx.is_managed(root) else None
+                if "numba-cuda" in needed and rel and not _numba_supports(ctx, rel):
+                    # cuda-pathfinder loads libnvrtc.so.13 or .so.12 only: an 11.x nvrtc is no way out.
+                    fix = _numba_toolkit_fix(ctx)
                 yield ctx.finding(f"lib-{lib}", "error", f"{' and '.join(needed)} needs lib{lib} and none is found",
                                   f"the selected toolkit {root} has no lib{lib} (the minimal profile leaves it out), "
                                   f"and no wheel, conda or loader directory provides it; it fails with {symptom}.", fix)
@@ -815,11 +826,21 @@ def library_consumers(ctx: Context) -> Findings:
                               f"libnvrtc of another).{extra}",
                               _apply_fix(ld=True) if step in ("system-search", "system-ctk-root") else _apply_fix())
     if "cupy" in users:
-        nvcc, step = libsearch.pathfinder_nvcc(ctx.env, sites)
-        if nvcc and not libsearch.inside(nvcc, root) and step != "site-packages":
+        from .machine import default_root
+
+        # _library_users found it by this name: every CuPy distribution is reported as "cupy".
+        version = py.packages["cupy"].version if py and "cupy" in py.packages else nc.cupy_data()["checked_up_to"]
+        lookup = nc.cupy_nvcc_lookup(version)
+        nvcc, step = libsearch.cupy_nvcc(lookup, ctx.env, sites, default_root(ctx.env))
+        shim = nvcc and libsearch.inside(nvcc, str(store.shims_dir(ctx.env)))
+        if nvcc and not shim and not libsearch.inside(nvcc, root) and step != "site-packages":
+            how = ", then ".join(lookup)
+            if "cuda-pathfinder" in lookup:
+                how = how.replace("cuda-pathfinder", "cuda-pathfinder (wheels, conda, CUDA_PATH, then the toolkit of "
+                                  "the libcudart the loader finds)")
+            never = "" if "nvcc on PATH" in lookup else ", never from PATH, so shims do not reach it"
             yield ctx.finding("cupy-nvcc", "warn", f"cupy compiles with {nvcc} ({step}), not the selected toolkit's",
-                              "cupy takes nvcc from cuda-pathfinder (wheels, conda, CUDA_PATH, then the toolkit of "
-                              "the libcudart the loader finds), never from PATH, so shims do not reach it.",
+                              f"cupy {version} takes nvcc from {how}{never}.",
                               _apply_fix())
     if "meson" in users:
         mroot, var = libsearch.meson_root(ctx.env)
@@ -828,6 +849,196 @@ def library_consumers(ctx: Context) -> Findings:
                               f"{mroot} ({var}), while nvcc is the selected toolkit's",
                               "meson mixes the two (e.g. `macro \"__cudaLaunch\" requires 2 arguments`) unless "
                               "CUDA_PATH names the toolkit nvcc comes from.", _apply_fix())
+
+
+def _cupy_fix(ctx: Context, dist: str, version: str) -> str | None:
+    """The toolkit the resolver recommends when the wheel takes it (a switch), else the wheel of
+    the recommended (or selected) release's major (CuPy refuses two CuPy packages: uninstall first)."""
+    r = ctx.recommended
+    if r and nc.cupy_accepts(dist, r):
+        return ctx.toolkit_fix()
+    target = r or (major_minor(ctx.selected_release) if ctx.selected_release else None)
+    return nc.cupy_swap_fix(dist, version, major_of(target)) if target else None
+
+
+def cupy_checks(ctx: Context) -> Findings:
+    """`cupy-cuda`: a cupy-cudaNNx wheel is for CUDA NN.x, and its kernels are compiled at run time
+    by the selected toolkit's NVRTC (and nvcc); `driver-cupy`: the driver runs the CUDA runtime the
+    wheel links statically."""
+    py = ctx.probe.python
+    pkg = py.packages.get("cupy") if py else None
+    w = nc.cupy_wheel(pkg.dist) if pkg else None
+    if not pkg or not w:
+        return  # no CuPy, or one built from source: its CUDA is whatever it was built with
+    dist, version, major = pkg.dist, pkg.version, w["cuda_major"]
+    label, built = nc.cupy_label(dist, version), nc.cupy_built_with(dist, version)
+    rel = ctx.selected_release if ctx.selected_release and ctx.selected_release != "unknown" else None
+    if rel and ctx.selected_root and not ctx.probe.selection_error:
+        if nc.cupy_accepts(dist, rel):
+            yield ctx.finding("cupy-cuda", "ok", f"{label} matches the selected toolkit {rel}")
+        else:
+            floor = rs.compat_floor(major_of(rel))
+            yield ctx.finding("cupy-cuda", "error", f"{label} is for CUDA {w['toolkit']}; the selected toolkit is {rel}",
+                              "cupy compiles its kernels at run time with the toolkit's NVRTC (a cubin for the GPU) "
+                              f"and, for some, its nvcc: with {rel} they are CUDA {major_of(rel)}.x code"
+                              + (f", which needs driver >= {floor}" if floor else "")
+                              + f", next to cupy's own statically linked CUDA {built or w['toolkit']} runtime. The "
+                              f"wheel says: \"You need to install CUDA Toolkit {w['toolkit']}\".",
+                              _cupy_fix(ctx, dist, version))
+    d = ctx.probe.driver
+    if not d:
+        return
+    if rs.driver_runs(d, f"{major}.0", ctx.tegra) == "no":
+        need = rs.compat_floor(major) or rs.min_driver(f"{major}.0")
+        r = ctx.recommended
+        swap = nc.cupy_swap_fix(dist, version, major_of(r)) if r and major_of(r) != major else None
+        yield ctx.finding("driver-cupy", "error", f"driver {d} cannot run {dist} {version}",
+                          f"the wheel links the CUDA {built or w['toolkit']} runtime statically; CUDA {major}.x needs "
+                          f"driver >= {need}, whatever toolkit is installed (\"CUDA driver version is insufficient "
+                          "for CUDA runtime version\").", swap or rs.driver_fix(need, d, ctx.tegra))
+    else:
+        yield ctx.finding("driver-cupy", "ok", f"driver {d} runs {dist} {version} (CUDA {built or w['toolkit']})")
+
+
+def _numba_supports(ctx: Context, release: str) -> bool:
+    py = ctx.probe.python
+    majors = nc.numba_majors(py.version("numba-cuda") if py else None)
+    return not majors or major_of(release) in majors
+
+
+def _numba_toolkit_fix(ctx: Context) -> str | None:
+    """A toolkit of a major numba-cuda supports (the resolver's, which knows the rule), with the
+    libnvrtc numba-cuda requires."""
+    r = ctx.recommended
+    if not r or not _numba_supports(ctx, r):
+        return None
+    return f"cudaenv install {r} --with nvrtc && {ctx.local_step(r)}"
+
+
+def _lib_release(ctx: Context, path: str) -> tuple[str | None, int | None]:
+    """(release, major) of a library cuda-pathfinder found: the selected toolkit's, a wheel's
+    layout (nvidia/cu13: 13; CUDA 12's one directory per library: 12), else its toolkit's."""
+    from . import libsearch
+    from .machine import release_of
+
+    root = ctx.selected_root
+    rel = ctx.selected_release if ctx.selected_release and ctx.selected_release != "unknown" else None
+    if root and rel and libsearch.inside(path, root):
+        return major_minor(rel), major_of(rel)
+    m = re.search(r"/nvidia/cu(\d+)/lib/", path)
+    if m:
+        return None, int(m.group(1))
+    if re.search(r"/nvidia/(cuda_nvrtc|cuda_nvcc|nvjitlink)/", path):
+        return None, 12
+    real = os.path.realpath(path)
+    for up in (2, 3):  # lib64/libnvrtc.so.12, nvvm/lib64/libnvvm.so.4
+        top = real
+        for _ in range(up):
+            top = os.path.dirname(top)
+        found = release_of(top)
+        if found:
+            return major_minor(found), major_of(found)
+    m = re.search(r"\.so\.(1\d)(?:\.|$)", os.path.basename(path))
+    return (None, int(m.group(1))) if m else (None, None)
+
+
+def numba_cuda_checks(ctx: Context) -> Findings:
+    """`numba-cuda`: the libnvvm and libnvrtc numba-cuda loads (through cuda-pathfinder) are of a
+    CUDA major it supports, and of its cuda-bindings' major (its [cu12]/[cu13] extras pair them);
+    `numba-cuda-ptx`: the PTX its NVVM writes is compiled by nvJitLink (not older than NVVM) or,
+    without libnvJitLink, JIT-compiled by a driver that reads that PTX ISA."""
+    from . import libsearch
+
+    py = ctx.probe.python
+    version = py.version("numba-cuda") if py else None
+    rules = nc.numba_rules(version)
+    if not py or not version or not rules:
+        return
+    majors = rules["supported_majors"]
+    supported = " and ".join(f"{m}.x" for m in majors)
+    sites = py.site_packages
+    loaded: dict[str, tuple[str, str, str | None, int | None]] = {}
+    for lib in ("nvvm", "nvrtc"):
+        path, step = libsearch.pathfinder_find(lib, ctx.env, sites)
+        if path:
+            loaded[lib] = (path, step, *_lib_release(ctx, path))
+    bad = [(lib, v) for lib, v in loaded.items() if v[3] is not None and v[3] not in majors]
+    if bad:
+        lib, (path, step, rel, major) = bad[0]
+        yield ctx.finding("numba-cuda", "error", f"numba-cuda {version} would load lib{lib} of CUDA {major}.x ({path}); "
+                          f"it supports CUDA {supported}",
+                          f"{rules['majors_from'].split(' (')[0]} says {', '.join(map(str, majors))}, and its headers "
+                          f"(numba/cuda/include/<major>) are of those majors only; cuda-pathfinder takes lib{lib} "
+                          f"({step}) of {'the selected toolkit ' + (rel or '') if rel else 'another toolkit'}.",
+                          _numba_toolkit_fix(ctx))
+        return
+    bindings = py.version("cuda-bindings")
+    lib_majors = sorted({v[3] for v in loaded.values() if v[3] is not None})
+    if bindings and lib_majors and major_of(bindings) not in lib_majors:
+        b, m = major_of(bindings), lib_majors[-1]
+        names = " and ".join(f"lib{lib}" for lib in loaded)
+        extra = nc.numba_extra_of_bindings(version, b)
+        r = ctx.recommended
+        fix = (f"cudaenv install {r} --with nvrtc && {ctx.local_step(r)}" if r and major_of(r) == b
+               else (f"pip install '{nc.numba_extra_for(version, m)}'" if nc.numba_extra_for(version, m) else None))
+        yield ctx.finding("numba-cuda", "warn", f"numba-cuda's cuda-bindings {bindings} is CUDA {b}.x; the {names} it "
+                          f"loads are CUDA {m}.x",
+                          f"numba-cuda's extras install them together ([cu12]: cuda-bindings<13 with CUDA 12 wheels, "
+                          f"[cu13]: cuda-bindings==13.* with CUDA 13 ones){f'; this one came with [{extra}]' if extra else ''}"
+                          ", and cuda-pathfinder, which cuda-bindings loads them through, takes the first libnvrtc.so.13 "
+                          "or .so.12 it finds, of either major.", fix)
+    elif loaded:
+        of = f" of CUDA {'/'.join(f'{m}.x' for m in lib_majors)}" if lib_majors else ""
+        yield ctx.finding("numba-cuda", "ok", f"numba-cuda {version} loads {' and '.join(f'lib{lib}' for lib in loaded)}"
+                          f"{of} (it supports {supported})")
+    yield from _numba_ptx(ctx, loaded.get("nvvm"))
+
+
+def _numba_ptx(ctx: Context, nvvm) -> Findings:
+    from . import libsearch
+
+    if not nvvm or not nvvm[2]:
+        return
+    rel = nvvm[2]
+    isa = nc.ptx_isa(rel)
+    py = ctx.probe.python
+    if not isa or not py:
+        return
+    path, step = libsearch.pathfinder_find("nvJitLink", ctx.env, py.site_packages)
+    what = f"the PTX {isa} numba-cuda's NVVM ({rel}) writes"
+    if path:
+        link_rel, link_major = _lib_release(ctx, path)
+        if link_rel is None and step == "site-packages":
+            wheel = py.version("nvidia-nvjitlink")
+            link_rel = major_minor(wheel) if wheel else None
+        read = nc.ptx_isa(link_rel)
+        if read and number_key(read) < number_key(isa):
+            # NVIDIA's wheel of NVVM's major: CUDA 12's lands in nvidia/nvjitlink, 13's in nvidia/cu13,
+            # which cuda-pathfinder searches first.
+            dist = "nvidia-nvjitlink-cu12" if major_of(rel) == 12 else "nvidia-nvjitlink"
+            fix = (f"pip install -U '{dist}>={rel}'" if step == "site-packages"
+                   else f"cudaenv install {rel} --with nvjitlink" if ctx.is_managed(ctx.selected_root) else None)
+            yield ctx.finding("numba-cuda-ptx", "error", f"nvJitLink {link_rel} cannot compile {what}",
+                              f"numba-cuda links its kernels with nvJitLink ({path}, {step}), which reads PTX up to "
+                              f"ISA {read}: the link fails with \"Unsupported .version {isa}\".", fix)
+        else:
+            yield ctx.finding("numba-cuda-ptx", "ok", f"nvJitLink{f' {link_rel}' if link_rel else ''} compiles {what} "
+                              "to a cubin")
+        return
+    d = ctx.probe.driver
+    if not d:
+        return
+    if rs.driver_runs(d, rel, ctx.tegra) == "compat":
+        dcv = rs.driver_cuda_version(d, ctx.tegra)
+        fix = (f"cudaenv install {rel} --with nvjitlink" if ctx.is_managed(ctx.selected_root)
+               and libsearch.inside(nvvm[0], str(ctx.selected_root)) else rs.driver_fix(rs.min_driver(rel), d, ctx.tegra))
+        yield ctx.finding("numba-cuda-ptx", "error", f"driver {d} cannot JIT {what}, and no libnvJitLink is found",
+                          f"numba-cuda links its kernels with cuda.core's Linker: nvJitLink, or without it the driver's "
+                          f"cuLink, which JIT-compiles PTX up to ISA {nc.ptx_isa(dcv) or '?'} (CUDA {dcv}) on this "
+                          "driver: CUDA_ERROR_UNSUPPORTED_PTX_VERSION. nvJitLink of the toolkit makes a cubin, which "
+                          "the driver runs.", fix)
+    elif rs.driver_runs(d, rel, ctx.tegra) == "full":
+        yield ctx.finding("numba-cuda-ptx", "ok", f"driver {d} JIT-compiles {what} (no libnvJitLink is found)")
 
 
 def ld_shadow(ctx: Context) -> Findings:
@@ -991,6 +1202,8 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("libcuda-stub", libcuda_stub),
     ("venv-binding", venv_binding),
     ("libraries", library_consumers),
+    ("cupy", cupy_checks),
+    ("numba-cuda", numba_cuda_checks),
     ("ld-shadow", ld_shadow),
     ("ld-library-path", ld_library_path),
     ("driver-gpu", driver_gpu),

@@ -146,6 +146,57 @@ def pathfinder_nvcc(env=None, site_packages=()) -> tuple[str | None, str]:
     return None, "not found"
 
 
+def _which(name: str, path: str) -> str | None:
+    for d in path.split(":"):
+        cand = os.path.join(d, name)
+        if d and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def cupy_nvcc(lookup, env=None, site_packages=(), default_root: str = "/usr/local/cuda") -> tuple[str | None, str]:
+    """(path, step) of the nvcc CuPy's _get_nvcc_path() takes, replaying `lookup` (consumers.json
+    cupy.nvcc_lookup for its version): $NVCC, cuda-pathfinder, then <get_cuda_path()>/bin/nvcc with
+    the root from CUDA_PATH, the libnvrtc cuda-pathfinder loads, nvcc on PATH (dirname(dirname(which
+    nvcc)), as CuPy 13 takes it), /usr/local/cuda, in the order that CuPy's version has."""
+    env = os.environ if env is None else env
+    for step in lookup:
+        root = None
+        if step == "NVCC":
+            if env.get("NVCC"):
+                return env["NVCC"].split()[0], "NVCC"
+        elif step == "cuda-pathfinder":
+            path, how = pathfinder_nvcc(env, site_packages)
+            if path:
+                return path, how
+        elif step == "CUDA_PATH":
+            root = env.get("CUDA_PATH") if env.get("CUDA_PATH") and os.path.exists(env["CUDA_PATH"]) else None
+            if root:
+                # CuPy takes CUDA_PATH when it exists, and then its bin/nvcc or nothing.
+                nvcc = _which("nvcc", os.path.join(root, "bin"))
+                return nvcc, "CUDA_PATH" if nvcc else "not found"
+        elif step.startswith("the root of the libnvrtc"):
+            path, how = pathfinder_find("nvrtc", env, site_packages)
+            if path and how != "site-packages":
+                root = os.path.dirname(os.path.dirname(os.path.realpath(path)))
+            elif path and "/nvidia/cu" in path:
+                root = os.path.dirname(os.path.dirname(path))
+            if root:
+                nvcc = _which("nvcc", os.path.join(root, "bin"))
+                return nvcc, f"the root of libnvrtc ({how})" if nvcc else "not found"
+        elif step == "nvcc on PATH":
+            found = _which("nvcc", env.get("PATH", ""))
+            if found:
+                nvcc = _which("nvcc", os.path.join(os.path.dirname(os.path.dirname(found)), "bin"))
+                return nvcc, "nvcc on PATH" if nvcc else "not found"
+        elif step.startswith("/"):
+            root = default_root if step == "/usr/local/cuda" else step
+            if os.path.exists(root):
+                nvcc = _which("nvcc", os.path.join(root, "bin"))
+                return nvcc, root if nvcc else "not found"
+    return None, "not found"
+
+
 def meson_root(env=None) -> tuple[str, str]:
     """(root, variable) meson's dependency('cuda') takes headers and libraries from."""
     env = os.environ if env is None else env

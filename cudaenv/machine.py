@@ -40,6 +40,8 @@ WATCHED = {  # distribution names (normalised) -> what we report them as
     "cupy-cuda13x": "cupy",
     "cuda-pathfinder": "cuda-pathfinder",
     "numba-cuda": "numba-cuda",
+    "cuda-bindings": "cuda-bindings",  # its major is the CUDA numba-cuda's extras paired it with
+    "nvidia-nvjitlink-cu12": "nvidia-nvjitlink", "nvidia-nvjitlink": "nvidia-nvjitlink",
     "meson": "meson",
     "nvidia-cuda-runtime": "nvidia-cuda-runtime",
     "nvidia-cuda-runtime-cu12": "nvidia-cuda-runtime",
@@ -73,6 +75,10 @@ class Package:
     name: str
     version: str
     location: str
+    dist: str = ""  # the distribution found (cupy-cuda12x for "cupy"), normalised
+
+    def __post_init__(self):
+        self.dist = self.dist or self.name
 
 
 @dataclass
@@ -421,7 +427,7 @@ def scan_packages(dirs: list[str]) -> dict[str, Package]:
             name, _, version = stem.partition("-")
             key = WATCHED.get(_normalise(name))
             if key and version and key not in found:
-                found[key] = Package(key, version, d)
+                found[key] = Package(key, version, d, _normalise(name))
     return found
 
 

@@ -6,7 +6,10 @@ Rules, each a Constraint with its reason and source (cudaenv/data/*.json):
   2. with torch, the toolkit major must equal torch's CUDA major (cpp_extension raises
      otherwise); recommended = torch's exact major.minor when it fits, else the lowest
      fitting release above it;
-  3. consumer rules raise the minimum (FlashInfer's SM 12.x rules);
+  3. consumer rules raise the minimum (FlashInfer's SM 12.x rules) or bound the major:
+     numba-cuda supports the CUDA majors it lists (12, 13); a cupy-cudaNNx wheel is built for
+     CUDA NN.x and compiles its kernels with the toolkit's NVRTC, so its major is preferred:
+     when the rest rules that major out, the wheel is what changes (a finding says which);
   4. driver: a major outside the driver's minor-version-compatibility range cannot run;
      a release newer than the driver's own CUDA version is only a warning (PTX JIT fails,
      SASS runs). Compiling alone never needs a driver;
@@ -20,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from . import numba_cupy as nc
 from .data import load
 from .machine import known_torch_variants, probe as run_probe
 from .torch_archs import as_build
@@ -406,6 +410,53 @@ def flashinfer_constraints(version: str, archs) -> list[Constraint]:
     return out
 
 
+def numba_cuda_constraint(version: str) -> Constraint | None:
+    """numba-cuda's supported CUDA majors (runtime.py SUPPORTED_TOOLKIT_MAJOR_VERSIONS): from the
+    first release of the lowest to the last the data knows of the highest."""
+    rules = nc.numba_rules(version)
+    if not rules:
+        return None
+    majors = rules["supported_majors"]
+    inside = [r for r in releases() if major_of(r) in majors]
+    if not inside:
+        return Constraint("numba-cuda", f"numba-cuda {version} supports CUDA {', '.join(f'{m}.x' for m in majors)}, "
+                          "which no release the data knows has", rules["majors_from"], impossible=True)
+    later = [r for r in releases() if number_key(r) > number_key(inside[-1])]
+    return Constraint("numba-cuda", f"numba-cuda {version} supports CUDA {' and '.join(f'{m}.x' for m in majors)} "
+                      f"({rules['majors_from'].split(' (')[0]}, read from {rules['read']})",
+                      "cudaenv/data/consumers.json numba_cuda", min=inside[0], max=inside[-1] if later else None)
+
+
+def cupy_constraint(cupy: str) -> Constraint | None:
+    """The CUDA a cupy-cudaNNx wheel is for: its major (cupy-cuda11x: 11.2-11.8, as its description says)."""
+    parsed = nc.parse_cupy(cupy)
+    w = nc.cupy_wheel(parsed[0]) if parsed else None
+    if not parsed or not w:
+        return None
+    dist, version = parsed
+    fits = [r for r in releases() if nc.cupy_accepts(dist, r)]
+    reason = (f"{nc.cupy_label(dist, version)} compiles its kernels at run time with the toolkit's NVRTC "
+              f"(and nvcc): one of CUDA {w['toolkit']}")
+    if w.get("min") or w.get("max"):
+        return Constraint("cupy", reason, "cudaenv/data/consumers.json cupy", min=fits[0] if fits else None,
+                          max=fits[-1] if fits else None, impossible=not fits)
+    return Constraint("cupy", reason, "cudaenv/data/consumers.json cupy", major=w["cuda_major"])
+
+
+def cupy_conflict_finding(cupy: str, recommended: str, constraints: list[Constraint], cupy_c: Constraint) -> Finding:
+    """The rest (torch's major, the driver) leaves no release for the cupy wheel's CUDA: the
+    wheel of the recommended release's major is the way out."""
+    dist, version = nc.parse_cupy(cupy) or ("cupy", "?")
+    blocking = [c.reason for c in constraints
+                if not any(c.allows(r) and cupy_c.allows(r) for r in releases())] or [c.reason for c in constraints]
+    major = major_of(recommended)
+    fix = nc.cupy_swap_fix(dist, version, major)
+    way = (f"use CuPy's CUDA {major}.x wheel" if fix else f"CuPy publishes no wheel for CUDA {major}.x")
+    return Finding("error", "cupy", f"{nc.cupy_label(dist, version)} needs a CUDA {cupy_c.describe()} toolkit, which "
+                   f"the rest rules out ({'; '.join(blocking)}). With {recommended}, {way}", fix,
+                   "cudaenv/data/consumers.json cupy")
+
+
 # Consumers that build the arch-specific target of a GPU (compute_90a for sm_90: FlashInfer's
 # and SGLang's Hopper kernels use wgmma/TMA), which needs the release that first has it.
 ARCH_SPECIFIC = {"sm_90": "sm_90a"}
@@ -466,13 +517,19 @@ def driver_constraint(driver: str, tegra: bool = False) -> Constraint | None:
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
                 flashinfer: str | None = None, torch_archs: list[str] | None = None,
-                tegra: bool = False, platform: str = "x86_64", sglang: str | None = None) -> Resolution:
+                tegra: bool = False, platform: str = "x86_64", sglang: str | None = None,
+                cupy: str | None = None, numba_cuda: str | None = None) -> Resolution:
     """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
-    `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds."""
+    `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds.
+    `cupy`: the installed CuPy wheel as `cupy-cuda12x==14.2.0`; `numba_cuda`: numba-cuda's version."""
     archs = list(dict.fromkeys(archs))
     constraints = [arch_constraint(a) for a in archs]
     if torch_cuda:
         constraints.append(torch_constraint(torch_cuda))
+    if numba_cuda:
+        nc_c = numba_cuda_constraint(numba_cuda)
+        if nc_c:
+            constraints.append(nc_c)
     if flashinfer:
         constraints += flashinfer_constraints(flashinfer, archs)
     constraints += arch_specific_constraints(archs, {"FlashInfer": flashinfer, "SGLang": sglang})
@@ -482,7 +539,7 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
             constraints.append(dc)
     inputs = {"archs": archs, "torch_cuda": torch_cuda, "torch_version": torch_version, "driver": driver,
               "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra, "platform": platform,
-              "sglang": sglang}
+              "sglang": sglang, "cupy": cupy, "numba_cuda": numba_cuda}
     findings: list[Finding] = unknown_arch_findings(archs)
     if driver:
         findings += driver_gpu_findings([(a, a) for a in archs], driver, tegra)
@@ -490,6 +547,17 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
     if unknown_torch:
         findings.append(unknown_torch)
     candidates = [r for r in releases() if all(c.allows(r) for c in constraints)]
+    # The cupy wheel's CUDA is preferred, not required: a wheel is swapped more easily than torch
+    # or a driver. When nothing else fits either, it says nothing.
+    cupy_c = cupy_constraint(cupy) if cupy else None
+    cupy_conflict = None
+    if cupy_c and candidates:
+        with_cupy = [r for r in candidates if cupy_c.allows(r)]
+        if with_cupy:
+            constraints.append(cupy_c)
+            candidates = with_cupy
+        else:
+            cupy_conflict = cupy_c
     if torch_cuda and archs and not unknown_torch:
         findings += torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs, platform)
     if not candidates:
@@ -517,6 +585,8 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         findings.append(Finding("warning", "torch", f"torch is built with CUDA {torch_cuda} and the toolkit would be "
                                 f"{recommended}: a different minor only warns when building extensions",
                                 None, "torch/utils/cpp_extension.py _check_cuda_version"))
+    if cupy and cupy_conflict:
+        findings.append(cupy_conflict_finding(cupy, recommended, constraints, cupy_conflict))
     return Resolution(minimum, recommended, candidates, constraints, findings, inputs)
 
 
@@ -631,7 +701,14 @@ def resolve(probe=None, **probe_args) -> Resolution:
         probe = run_probe(**probe_args)
     return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
                      torch_archs_for(probe), bool(probe.tegra), probe.platform,
-                     probe.python.version("sglang") if probe.python else None)
+                     probe.python.version("sglang") if probe.python else None,
+                     cupy_for(probe), probe.python.version("numba-cuda") if probe.python else None)
+
+
+def cupy_for(probe) -> str | None:
+    """The installed CuPy wheel as `cupy-cuda12x==14.2.0` (None for none, or a source-built `cupy`)."""
+    pkg = probe.python.packages.get("cupy") if probe.python else None
+    return f"{pkg.dist}=={pkg.version}" if pkg and nc.cupy_wheel(pkg.dist) else None
 
 
 def recommended_release(probe=None, **probe_args) -> str | None:

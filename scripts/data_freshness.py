@@ -26,9 +26,9 @@ CONSUMERS = {
     "triton": "consumers.json triton.checked_up_to",
     "flashinfer-python": "consumers.json flashinfer.checked_up_to",
     "sglang": "consumers.json sglang.checked_up_to",
-    "numba-cuda": "no model",
-    "cupy-cuda12x": "no model",
-    "cupy-cuda13x": "no model",
+    "numba-cuda": "consumers.json numba_cuda.checked_up_to",
+    "cupy-cuda12x": "consumers.json cupy.checked_up_to",
+    "cupy-cuda13x": "consumers.json cupy.checked_up_to",
 }
 
 
@@ -40,7 +40,8 @@ def covered_up_to(dist: str) -> str | None:
         nvcc = load("nvcc_releases.json")
         rels = set(nvcc["nvcc_to_release"].values()) | {r for rs in nvcc["nvcc_in_several_releases"].values() for r in rs}
         return max(rels, key=_key)
-    key = {"triton": "triton", "flashinfer-python": "flashinfer", "sglang": "sglang"}.get(dist)
+    key = {"triton": "triton", "flashinfer-python": "flashinfer", "sglang": "sglang", "numba-cuda": "numba_cuda",
+           "cupy-cuda12x": "cupy", "cupy-cuda13x": "cupy"}.get(dist)
     return (consumers.get(key) or {}).get("checked_up_to") if key else None
 
 

@@ -11,7 +11,8 @@
         what PyPI now has that the data does not know: torch minors and PyPI's
         default torch build, cuda-toolkit releases (driver minimum, nvcc), nvcc
         headers not in host_compilers.json (scripts/gen_host_compilers.py), and
-        triton / flashinfer-python / sglang releases newer than the consumer rules.
+        triton / flashinfer-python / sglang / numba-cuda / cupy-cuda12x / cupy-cuda13x
+        releases newer than the consumer rules.
     gen_data.py archs [--check] [--release 12.8 ...] [--local /usr/local/cuda-13.0 ...]
         the GPU targets each release's ptxas accepts, read from the binaries of
         NVIDIA's nvidia-cuda-nvcc wheels (`ptxas --help`; 13.x also
@@ -27,10 +28,15 @@
         release (or the next lower variant of its CUDA major). Others are kept by hand.
 
     gen_data.py library-consumers [--check] [--pathfinder WHEEL]
-        consumers.json's "libraries": how cuda-pathfinder looks for libnvrtc, libnvvm
-        and libcudart (sonames, wheel directories, toolkit-relative directories), read
+        consumers.json's "libraries": how cuda-pathfinder looks for libnvrtc, libnvvm,
+        libcudart and libnvJitLink (sonames, wheel directories, toolkit-relative directories), read
         from descriptor_catalog.py in its real wheel (downloaded from PyPI unless
         given), with what numba-cuda, cupy and meson load through it or beside it.
+    gen_data.py numba-cupy [--check]
+        consumers.json's "cupy" and "numba_cuda" rules (the CUDA major each cupy-cudaNNx wheel
+        is for and was built with, where CuPy finds nvcc, the majors numba-cuda supports and
+        what its extras install) from the facts scripts/numba_cupy_wheels.py reads out of
+        their wheels (scripts/data/numba_cupy_wheels.json).
 
 With --check nothing is written: differences are printed and the exit code is 1.
 Examples:
@@ -370,6 +376,13 @@ def unknown_on_pypi(fetch_versions=pypi_versions) -> list[str]:
         if newer:
             out.append(f"{dist} {newer[-1]}: newer than consumers.json's rules ({key} checked up to {checked}); "
                        "doctor asks it live")
+    # numba-cuda and CuPy are not asked live: their rules take the newest release read.
+    for dist, key in (("numba-cuda", "numba_cuda"), ("cupy-cuda12x", "cupy"), ("cupy-cuda13x", "cupy")):
+        checked = consumers[key]["checked_up_to"]
+        newer = [v for v in fetch_versions(dist)[0] if _key(v.split(".post")[0]) > _key(checked)]
+        if newer:
+            out.append(f"{dist} {newer[-1]}: newer than consumers.json's rules ({key} checked up to {checked}); "
+                       "read it with scripts/numba_cupy_wheels.py, then gen_data.py numba-cupy")
     return out
 
 
@@ -378,7 +391,8 @@ def pypi_check(args) -> int:
     for line in lines:
         print("UNKNOWN", line)
     if not lines:
-        print("cudaenv/data knows everything PyPI has for torch, cuda-toolkit, triton, flashinfer-python, sglang")
+        print("cudaenv/data knows everything PyPI has for torch, cuda-toolkit, triton, flashinfer-python, sglang, "
+              "numba-cuda, cupy")
     return 1 if lines else 0
 
 
@@ -509,7 +523,7 @@ def torch_builds(args) -> int:
 # -- library consumers ----------------------------------------------------------------
 
 PATHFINDER = ("cuda-pathfinder", "1.9.1")
-PATHFINDER_LIBS = ("nvrtc", "nvvm", "cudart")
+PATHFINDER_LIBS = ("nvrtc", "nvvm", "cudart", "nvJitLink")
 PATHFINDER_DEFAULT_ANCHORS = ["lib64", "lib"]  # DescriptorSpec's default anchor_rel_dirs_linux
 # What each consumer loads, from where, and what fixes it: facts from each project's
 # own code, with where they were read. cuda-pathfinder's own search order is its
@@ -606,6 +620,10 @@ def library_consumers(args) -> int:
         return 0
     data["libraries"] = fresh
     save("consumers.json", data)
+    print(f"wrote {DATA / 'consumers.json'}")
+    return 0
+
+
 # --- Triton's ptxas rules read from its wheels -----------------------------------------------
 
 TRITON_FACTS = Path(__file__).resolve().parent / "data" / "triton_wheels.json"
@@ -650,6 +668,159 @@ def triton(args) -> int:
     return 0
 
 
+# --- numba-cuda and CuPy, read from their wheels ------------------------------------------------
+
+NUMBA_CUPY_FACTS = Path(__file__).resolve().parent / "data" / "numba_cupy_wheels.json"
+# Read by hand, with where: the linker numba-cuda's kernels go through (cuda.core's Linker).
+CUDA_CORE_LINKER = ("cuda.core's Linker links with nvJitLink, and with the driver's cuLink* APIs (the driver then "
+                    "JIT-compiles the PTX) \"When the system's installed nvJitLink is too old (<12.3), or not "
+                    "installed\" (cuda/core/cu13/_linker.pyi, LinkerOptions, in cuda_core-1.2.2-cp311-cp311-"
+                    "manylinux_2_24_x86_64.manylinux_2_28_x86_64.whl)")
+_CUPY_DIST = re.compile(r"^cupy-cuda(\d+)x$")
+
+
+def _bindings_major(reqs: list[str]) -> int | None:
+    """12 from `cuda-bindings<13.0.0,>=12.9.1`, 13 from `cuda-bindings==13.*`."""
+    for req in reqs:
+        m = re.match(r"cuda-bindings\s*(.*)$", req)
+        if m:
+            low = re.search(r"(?:>=|==)\s*(\d+)", m.group(1))
+            return int(low.group(1)) if low else None
+    return None
+
+
+def _extras(requires: list[str]) -> dict[str, dict]:
+    out: dict[str, list[str]] = {}
+    for req in requires:
+        m = re.match(r"(.*?);\s*extra\s*==\s*\"([^\"]+)\"\s*$", req)
+        if m and re.fullmatch(r"cu\d+", m.group(2)):
+            out.setdefault(m.group(2), []).append(m.group(1).strip())
+    return {x: {"requires": reqs, "bindings_major": _bindings_major(reqs)} for x, reqs in sorted(out.items())}
+
+
+def _toolkit_range(text: str) -> dict:
+    """"12.x" -> {}; "11.2 - 11.8" -> {"min": "11.2", "max": "11.8"} (the wheel's description)."""
+    m = re.fullmatch(r"(\d+\.\d+)\s*-\s*(\d+\.\d+)", text)
+    return {"min": m.group(1), "max": m.group(2)} if m else {}
+
+
+def numba_cupy_data(consumers: dict, facts: dict) -> dict:
+    """consumers.json's "cupy" and "numba_cuda" parts as the wheel facts make them. Every
+    platform's wheel of one release must say the same."""
+    out = copy.deepcopy(consumers)
+    wheels = sorted(facts["wheels"].values(), key=lambda r: (r["dist"], _key(r["version"]), r["platform"]))
+    cupy_reads = [r for r in wheels if r["dist"] != "numba-cuda"]
+    numba_reads = [r for r in wheels if r["dist"] == "numba-cuda"]
+
+    def agree(reads: list[dict], keys: tuple[str, ...]) -> dict:
+        first = reads[0]
+        for r in reads[1:]:
+            for k in keys:
+                if r[k] != first[k]:
+                    raise SystemExit(f"{r['dist']} {r['version']}: the {first['platform']} and {r['platform']} wheels "
+                                     f"differ in {k} ({first[k]!r} / {r[k]!r})")
+        return first
+
+    def by_release(reads: list[dict]) -> dict[tuple[str, str], list[dict]]:
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for r in reads:
+            groups.setdefault((r["dist"], r["version"]), []).append(r)
+        return groups
+
+    cupy_keys = ("wheel_json_cuda", "build_release", "static_cudart", "toolkit", "nvcc_lookup", "nvrtc_output")
+    cwheels: dict[str, dict] = {}
+    nvcc_lookup: dict[str, list[str]] = {}
+    duplicates: list[str] = []
+    for (dist, version), reads in by_release(cupy_reads).items():
+        r = agree(reads, cupy_keys)
+        major = int(_CUPY_DIST.match(dist).group(1))
+        if r["wheel_json_cuda"] != f"{major}.x" or int(r["build_release"].split(".")[0]) != major:
+            raise SystemExit(f"{dist} {version}: _wheel.json says {r['wheel_json_cuda']}, its build "
+                             f"{r['build_release']}: not CUDA {major}.x")
+        if not r["static_cudart"] or r["nvrtc_output"] != "cubin unless CUPY_COMPILE_WITH_PTX":
+            raise SystemExit(f"{dist} {version}: the CUDA runtime is not static, or NVRTC does not make cubins: "
+                             "the rules assume both")
+        w = cwheels.setdefault(dist, {"cuda_major": major, "toolkit": r["toolkit"], **_toolkit_range(r["toolkit"]),
+                                      "built_with": {}, "releases": facts["pypi_releases"].get(dist, [])})
+        w["built_with"][version] = r["build_release"]
+        have = nvcc_lookup.get(version)
+        if have is not None and have != r["nvcc_lookup"]:
+            raise SystemExit(f"cupy {version}: wheels of two CUDA majors find nvcc differently ({have} / {r['nvcc_lookup']})")
+        nvcc_lookup[version] = r["nvcc_lookup"]
+        duplicates = r["duplicates_refused"]  # the newest read's (wheels sort by version)
+    read_list = {k: f"{r['wheel']} (sha256 {r['sha256']})" for k, r in sorted(facts["wheels"].items())}
+    newest_cupy = max((r["version"] for r in cupy_reads), key=_key)
+    out["cupy"] = {
+        "_source": "read from the cupy-cudaNNx wheels under `read` by scripts/numba_cupy_wheels.py "
+                   "(scripts/data/numba_cupy_wheels.json): cupy/.data/_wheel.json (the CUDA major), "
+                   "cupy_backends/cuda/api/driver get_build_version() (`built_with`: the CUDA_VERSION compiled in), "
+                   "runtime (\"Returns the version of the CUDA Runtime statically linked to CuPy\"), "
+                   "cupy/_environment.py _get_nvcc_path/_get_cuda_path (`nvcc_lookup`) and "
+                   "_detect_duplicate_installation (`duplicates_refused`), cupy/cuda/compiler.py "
+                   "_get_arch_for_options_for_nvrtc (NVRTC makes a cubin, `-arch=sm_XY`, unless CUPY_COMPILE_WITH_PTX=1), "
+                   "the METADATA description (`toolkit`: \"You need to install CUDA Toolkit 12.x\"); `releases`: "
+                   "the final releases PyPI lists for each; applied by scripts/gen_data.py numba-cupy",
+        "checked_up_to": newest_cupy,
+        "wheels": dict(sorted(cwheels.items())),
+        "static_cudart": True,
+        "nvrtc_output": "cubin unless CUPY_COMPILE_WITH_PTX",
+        "nvcc_lookup": dict(sorted(nvcc_lookup.items(), key=lambda kv: _key(kv[0]))),
+        "duplicates_refused": duplicates,
+        "read": {k: v for k, v in read_list.items() if not k.startswith("numba-cuda")},
+    }
+    by_version: dict[str, dict] = {}
+    for (_, version), reads in by_release(numba_reads).items():
+        r = agree(reads, ("supported_majors", "header_majors", "links_with_cuda_core_linker"))
+        extras = _extras(r["requires_dist"])
+        for rr in reads[1:]:
+            if _extras(rr["requires_dist"]) != extras:
+                raise SystemExit(f"numba-cuda {version}: the wheels of two platforms have other extras")
+        majors = r["supported_majors"] or r["header_majors"]
+        if not r["links_with_cuda_core_linker"]:
+            raise SystemExit(f"numba-cuda {version}: does not link through cuda.core's Linker; the rules assume it")
+        by_version[version] = {
+            "supported_majors": majors,
+            "majors_from": ("numba/cuda/cudadrv/runtime.py SUPPORTED_TOOLKIT_MAJOR_VERSIONS" if r["supported_majors"]
+                            else "numba/cuda/include/<major> (the headers nvrtc.compile picks by NVRTC's major; "
+                                 "no SUPPORTED_TOOLKIT_MAJOR_VERSIONS)"),
+            "extras": extras,
+        }
+    out["numba_cuda"] = {
+        "_source": "read from the numba-cuda wheels under `read` by scripts/numba_cupy_wheels.py "
+                   "(scripts/data/numba_cupy_wheels.json): runtime.py SUPPORTED_TOOLKIT_MAJOR_VERSIONS, "
+                   "numba/cuda/include/<major>, the METADATA extras, driver.py's Linker; applied by "
+                   "scripts/gen_data.py numba-cupy",
+        "checked_up_to": max(by_version, key=_key),
+        "by_version": dict(sorted(by_version.items(), key=lambda kv: _key(kv[0]))),
+        "linker": CUDA_CORE_LINKER,
+        "read": {k: v for k, v in read_list.items() if k.startswith("numba-cuda")},
+    }
+    def summary(reads: list[dict]) -> str:
+        versions = sorted({r["version"] for r in reads}, key=_key)
+        platforms = ", ".join(sorted({r["platform"] for r in reads}, reverse=True))
+        return f"{versions[0]}-{versions[-1]} wheels ({platforms})"
+
+    out["_sources"]["cupy"] = (f"cupy-cudaNNx {summary(cupy_reads)}, read by scripts/numba_cupy_wheels.py: "
+                               "see cupy._source")
+    out["_sources"]["numba_cuda"] = (f"numba-cuda {summary(numba_reads)}, read by scripts/numba_cupy_wheels.py: "
+                                     "see numba_cuda._source")
+    return out
+
+
+def numba_cupy(args) -> int:
+    have = load("consumers.json")
+    want = numba_cupy_data(have, json.loads(NUMBA_CUPY_FACTS.read_text()))
+    if args.check:
+        differ = [k for k in ("cupy", "numba_cuda") if have.get(k) != want[k]]
+        for k in differ:
+            print(f"MISMATCH consumers.json {k}: scripts/data/numba_cupy_wheels.json makes "
+                  + json.dumps(want[k], sort_keys=True)[:400])
+        return 1 if differ else 0
+    save("consumers.json", want)
+    print(f"wrote {DATA / 'consumers.json'}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", dest="check_all",
@@ -672,13 +843,16 @@ def main(argv=None) -> int:
     lc.add_argument("--pathfinder", help="a cuda_pathfinder wheel (default: download the pinned one from PyPI)")
     tr = sub.add_parser("triton", help="apply the Triton wheel facts to consumers.json's triton rules")
     tr.add_argument("--check", action="store_true")
+    nc = sub.add_parser("numba-cupy", help="apply the numba-cuda and CuPy wheel facts to consumers.json")
+    nc.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
     if args.what is None:
         if not args.check_all:
             p.error("name a subcommand, or give --check to compare the data with PyPI")
         return pypi_check(args)
     return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check,
-            "torch-builds": torch_builds, "library-consumers": library_consumers, "triton": triton}[args.what](args)
+            "torch-builds": torch_builds, "library-consumers": library_consumers, "triton": triton,
+            "numba-cupy": numba_cupy}[args.what](args)
 
 
 if __name__ == "__main__":

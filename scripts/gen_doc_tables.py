@@ -37,6 +37,17 @@ RESOLVER_EXAMPLES = [
     (["sm_75"], "11.3", None, "x86_64", None),
 ]
 
+# (archs, torch_cuda, torch_version, driver, platform, cupy, numba-cuda): plans with CuPy or numba-cuda installed.
+NUMBA_CUPY_EXAMPLES = [
+    (["sm_90"], None, None, "580.65.06", "x86_64", "cupy-cuda12x==14.2.0", None),
+    (["sm_120"], "13.0", "2.9.1+cu130", "580.65.06", "x86_64", "cupy-cuda12x==14.2.0", None),
+    (["sm_110"], "13.2", "2.15.0+cu132", None, "aarch64", "cupy-cuda12x==14.2.0", None),
+    (["sm_120"], None, None, "575.57.08", "x86_64", "cupy-cuda13x==14.2.0", None),
+    (["sm_120"], None, None, "580.65.06", "x86_64", "cupy-cuda11x==13.6.0", None),
+    (["sm_80"], None, None, None, "x86_64", None, "0.30.4"),
+    (["sm_80"], None, None, "520.61.05", "x86_64", None, "0.30.4"),
+]
+
 # (driver, release, tegra): how doctor's `driver` check judges a driver for a toolkit.
 DRIVER_EXAMPLES = [
     ("470.82.01", "10.1", False), ("450.51.06", "11.0", False), ("450.51.06", "11.1", False),
@@ -62,6 +73,20 @@ def resolver_table() -> str:
     return "\n".join(lines)
 
 
+def numba_cupy_table() -> str:
+    lines = ["| GPU | torch | driver | `--platform` | CuPy | numba-cuda | minimum | recommended | status | first finding |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for archs, torch_cuda, torch_version, driver, platform, cupy, numba in NUMBA_CUPY_EXAMPLES:
+        r = rs.recommend(archs=archs, torch_cuda=torch_cuda, torch_version=torch_version, driver=driver,
+                         platform=platform, cupy=cupy, numba_cuda=numba)
+        first = next((f for f in r.findings if f.rule in ("cupy", "impossible")), r.findings[0] if r.findings else None)
+        said = f"{first.severity}: {first.message}" + (f" (fix: `{first.fix}`)" if first.fix else "") if first else None
+        lines.append(f"| {' '.join(archs)} | {_cell(torch_version or torch_cuda)} | {_cell(driver)} | {platform} "
+                     f"| {_cell(cupy)} | {_cell(numba)} | {_cell(r.minimum)} | {_cell(r.recommended)} | {r.status} "
+                     f"| {_cell(said)} |")
+    return "\n".join(lines)
+
+
 def driver_table() -> str:
     words = {"full": "runs it (PTX JIT included)", "compat": "runs its SASS (minor-version compatibility); its PTX fails to JIT",
              "no": "cannot run it"}
@@ -78,7 +103,8 @@ def driver_table() -> str:
     return "\n".join(lines)
 
 
-TABLES = {"docs/resolver.md": {"resolver-examples": resolver_table}, "docs/doctor.md": {"driver-rules": driver_table}}
+TABLES = {"docs/resolver.md": {"resolver-examples": resolver_table, "numba-cupy-examples": numba_cupy_table},
+          "docs/doctor.md": {"driver-rules": driver_table}}
 
 
 def render(text: str, name: str, table: str) -> str:

@@ -279,7 +279,8 @@ DRIVER_FIX = re.compile(r"^install NVIDIA driver >= (\S+)$")
 def install_tools(m: Machine) -> Path:
     """`cudaenv` and `pip` front ends for the machine: `cudaenv install X.Y [--force] [--source S]`
     builds the toolkit in the store the way the tests' stubs do (no network), everything else is
-    the real CLI; `pip install 'torch==A.B.*' --index-url .../cuXYZ` swaps the fake torch."""
+    the real CLI (`--with nvrtc` / `--with nvjitlink` add those libraries); `pip` applies the lines
+    doctor prints (tests/fakemachine.py _fake_pip): torch builds, CuPy wheels, numba-cuda extras."""
     tools = m.tmp / "tools"
     tools.mkdir(exist_ok=True)
     here = Path(__file__).resolve()
@@ -291,6 +292,101 @@ def install_tools(m: Machine) -> Path:
     return tools
 
 
+def add_libs(root: Path, release: str, components) -> None:
+    """What `cudaenv install X.Y --with nvrtc` / `--with nvjitlink` add to a toolkit's lib64, under
+    the sonames cuda-pathfinder loads (libnvrtc.so.12, libnvJitLink.so.13; 11.x: libnvrtc.so.11.2)."""
+    major = release.split(".")[0]
+    lib = Path(root) / "lib64"
+    lib.mkdir(parents=True, exist_ok=True)
+    for comp in components:
+        name = {"nvrtc": "libnvrtc.so", "nvjitlink": "libnvJitLink.so"}.get(comp)
+        if name is None:
+            continue
+        soname = f"{name}.11.2" if comp == "nvrtc" and major == "11" else f"{name}.{major}"
+        (lib / f"{name}.{release}").write_bytes(f"\x7fELF {comp} {release}".encode())
+        if not (lib / soname).exists():
+            (lib / soname).symlink_to(f"{name}.{release}")
+
+
+# What `pip install 'numba-cuda[cuNN]'` brings: cuda-bindings of that major and NVIDIA's wheels,
+# in the layouts cuda-pathfinder searches (CUDA 12: one directory per library; 13: nvidia/cu13).
+NUMBA_EXTRA = {
+    "cu12": ("12.9.10", {"nvidia/cuda_nvrtc/lib": ["libnvrtc.so.12"], "nvidia/cuda_nvcc/nvvm/lib64": ["libnvvm.so.4"],
+                         "nvidia/nvjitlink/lib": ["libnvJitLink.so.12"]},
+             {"nvidia_cuda_nvrtc_cu12": "12.9.86", "nvidia_nvjitlink_cu12": "12.9.86"}),
+    "cu13": ("13.5.0", {"nvidia/cu13/lib": ["libnvrtc.so.13", "libnvvm.so.4", "libnvJitLink.so.13"]},
+             {"nvidia_cuda_nvrtc": "13.0.88", "nvidia_nvjitlink": "13.0.88"}),
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _fake_pip(args: list[str], site: Path) -> int:
+    """The pip lines doctor prints, applied to the fake site-packages: torch builds, CuPy wheels
+    swapped, numba-cuda extras, an nvJitLink wheel upgraded."""
+    fake = Machine.__new__(Machine)
+    fake.site = site
+
+    def remove(dist: str) -> None:
+        for d in site.glob("*.dist-info"):
+            if _norm(d.name[: -len(".dist-info")].rsplit("-", 1)[0]) == _norm(dist):
+                shutil.rmtree(d)
+
+    if args[:1] == ["uninstall"]:
+        for dist in (a for a in args[1:] if not a.startswith("-")):
+            remove(dist)
+        print(f"uninstalled {' '.join(a for a in args[1:] if not a.startswith('-'))}")
+        return 0
+    if args[:1] != ["install"]:
+        return 9
+    specs = [a for a in args[1:] if not a.startswith("-") and a != args[args.index("--index-url") + 1]] \
+        if "--index-url" in args else [a for a in args[1:] if not a.startswith("-")]
+    for spec in specs:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[(\w+)\])?\s*(==|>=)?\s*([0-9][0-9.+a-z]*)?", spec)
+        if m is None:
+            print(f"fake pip: cannot read {spec!r}", file=sys.stderr)
+            return 9
+        name, extra, op, version = m.groups()
+        if name == "torch":
+            # Fixes name the exact build (`torch==2.9.1+cu128`): tests/test_torch_fixes.py checks
+            # with the real pip that such a line replaces the installed build; here it swaps the fake.
+            variant = args[args.index("--index-url") + 1].rstrip("/").rsplit("/", 1)[1]
+            if not version.endswith("+" + variant):
+                print(f"fake pip: {spec} names no {variant} build; the real pip would keep the installed torch",
+                      file=sys.stderr)
+                return 9
+            remove("torch")
+            fake.install_torch(version)
+        elif name.startswith("cupy-cuda"):
+            if any(_norm(d.name).startswith("cupy-") for d in site.glob("cupy*.dist-info")):
+                # pip itself would install it beside the other; CuPy's import then warns that the
+                # two cannot coexist (_detect_duplicate_installation): a fix must uninstall first.
+                print("fake pip: another CuPy is still installed", file=sys.stderr)
+                return 9
+            fake.dist(name.replace("-", "_"), version or "14.2.0")
+        elif name == "numba-cuda" and extra in NUMBA_EXTRA:
+            bindings, dirs, wheels = NUMBA_EXTRA[extra]
+            remove("cuda-bindings")
+            fake.dist("cuda_bindings", bindings)
+            for rel, libs in dirs.items():
+                (site / rel).mkdir(parents=True, exist_ok=True)
+                for lib in libs:
+                    (site / rel / lib).write_bytes(b"\x7fELF wheel")
+            for dist, v in wheels.items():
+                remove(dist)
+                fake.dist(dist, v)
+        elif name.startswith("nvidia-nvjitlink") and op == ">=":
+            remove(name)
+            fake.dist(name.replace("-", "_"), f"{version}.86")
+        else:
+            print(f"fake pip: unsupported {spec}", file=sys.stderr)
+            return 9
+        print(f"installed {spec}")
+    return 0
+
+
 def _fake_main(argv: list[str]) -> int:
     tool, args = argv[0], argv[1:]
     machine = json.loads((Path(os.environ["FAKEMACHINE"]) / "machine.json").read_text())
@@ -300,28 +396,13 @@ def _fake_main(argv: list[str]) -> int:
         root = managed(Path(machine["root"]), release)
         real_ptxas(root, release)
         add_stub(root)
+        add_libs(root, release, [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--with"])
         print(f"installed CUDA {release} at {root}")
         return subprocess.run([sys.executable, "-m", "cudaenv", "rehash"]).returncode
     if tool == "cudaenv":
         return subprocess.run([sys.executable, "-m", "cudaenv", *args]).returncode
-    if tool == "pip" and args[:1] == ["install"]:
-        # Fixes name the exact build (`torch==2.9.1+cu128`): tests/test_torch_fixes.py checks
-        # with the real pip that such a line replaces the installed build; here it swaps the fake.
-        spec = next(a for a in args if a.startswith("torch=="))
-        version = spec.split("==")[1]
-        variant = args[args.index("--index-url") + 1].rstrip("/").rsplit("/", 1)[1]
-        if not version.endswith("+" + variant):
-            print(f"fake pip: {spec} names no {variant} build; the real pip would keep the installed torch",
-                  file=sys.stderr)
-            return 9
-        site = Path(machine["site"])
-        for d in site.glob("torch-*.dist-info"):
-            shutil.rmtree(d)
-        fake = Machine.__new__(Machine)
-        fake.site = site
-        fake.install_torch(version)
-        print(f"installed torch {version}")
-        return 0
+    if tool == "pip":
+        return _fake_pip(args, Path(machine["site"]))
     print(f"fake {tool}: unsupported {args}", file=sys.stderr)
     return 9
 
@@ -332,7 +413,8 @@ class Round:
     fix: str | None
 
 
-def doctor_rounds(m: Machine, env: dict, *, hook: bool = False, setup=(), max_rounds: int = 4) -> list[Round]:
+def doctor_rounds(m: Machine, env: dict, *, hook: bool = False, setup=(), max_rounds: int = 4,
+                  args=()) -> list[Round]:
     """Run doctor, apply the fix it printed (in bash, in this machine's shell), run it again,
     until it prints no fix. Fixes accumulate as in one interactive shell: each round replays
     the setup and every fix so far, running the prompt hook after each line as a prompt would.
@@ -349,7 +431,8 @@ def doctor_rounds(m: Machine, env: dict, *, hook: bool = False, setup=(), max_ro
         for line in lines:
             # doctor's own exit status reports the checks it did not fix; only 64 is a bad command.
             script += [line if not line.startswith("cudaenv doctor") else f"{line} || [ $? -lt 64 ]", "if type _cudaenv_prompt >/dev/null 2>&1; then _cudaenv_prompt; fi"]
-        script.append(f"{sys.executable} -m cudaenv doctor --json --python {shlex.quote(m.python)} || true")
+        script.append(f"{sys.executable} -m cudaenv doctor --json --python {shlex.quote(m.python)} "
+                      f"{' '.join(map(shlex.quote, args))} || true")
         r = subprocess.run(["bash", "--norc", "--noprofile", "-c", "\n".join(script)], capture_output=True,
                            text=True, env=env, cwd=m.proj)
         assert r.returncode == 0, f"fix failed in bash:\n{lines}\n{r.stdout}\n{r.stderr}"

@@ -238,6 +238,9 @@ def test_gen_data_check_reports_what_pypi_has_and_the_data_lacks(tmp_path):
     _pypi_doc(tmp_path, "triton", ["3.9.0", "3.10.0"], "3.10.0")
     _pypi_doc(tmp_path, "flashinfer-python", ["0.7.4", "0.6.18.post1"], "0.7.4")
     _pypi_doc(tmp_path, "sglang", ["0.5.23"], "0.5.23")
+    _pypi_doc(tmp_path, "numba-cuda", ["0.30.4", "0.31.0"], "0.31.0")
+    _pypi_doc(tmp_path, "cupy-cuda12x", ["14.2.0"], "14.2.0")
+    _pypi_doc(tmp_path, "cupy-cuda13x", ["14.2.0", "15.0.0rc1"], "14.2.0")
     _pypi_doc(tmp_path, "nvidia-cuda-nvcc-cu11", ["11.8.89"], "11.8.89")
     _pypi_doc(tmp_path, "nvidia-cuda-nvcc-cu12", ["12.9.86", "12.9.99"], "12.9.99")
     _pypi_doc(tmp_path, "nvidia-cuda-crt", ["13.0.88", "13.9.1rc1", "13.9.10"], "13.9.10")
@@ -251,10 +254,12 @@ def test_gen_data_check_reports_what_pypi_has_and_the_data_lacks(tmp_path):
     assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, no minimum driver in drivers.json" in lines
     assert "UNKNOWN cuda-toolkit 13.6.0: on PyPI, its nvcc is not in nvcc_releases.json" in lines
     assert any(l.startswith("UNKNOWN triton 3.10.0: newer than consumers.json's rules") for l in lines)
+    assert any(l.startswith("UNKNOWN numba-cuda 0.31.0: newer than consumers.json's rules (numba_cuda checked up "
+                            "to 0.30.4)") for l in lines)
     assert ("UNKNOWN nvidia-cuda-nvcc-cu12 12.9.99: on PyPI, its crt/host_config.h is not in host_compilers.json "
             "(scripts/gen_host_compilers.py)") in lines
     assert any(l.startswith("UNKNOWN nvidia-cuda-crt 13.9.10: on PyPI, its crt/host_config.h") for l in lines)
-    assert not any("flashinfer" in l or "sglang" in l or "13.0.2" in l or "rc1" in l or "2.15" in l
+    assert not any("flashinfer" in l or "sglang" in l or "cupy-cuda" in l or "13.0.2" in l or "rc1" in l or "2.15" in l
                    or "11.8.89" in l or "12.9.86" in l or "13.0.88" in l for l in lines)
 
 
@@ -385,3 +390,26 @@ def test_triton_rules_are_reproducible_from_the_wheels_read():
 
     for r in facts["wheels"].values():
         assert triton_wheel_ptxas.blackwell_from(r["get_ptxas"]) == r["blackwell_from"], r["version"]
+
+
+def test_numba_and_cupy_rules_are_reproducible_from_the_wheels_read():
+    """consumers.json's "cupy" and "numba_cuda" rules are what scripts/numba_cupy_wheels.py read from
+    their wheels (scripts/data/numba_cupy_wheels.json): `gen_data.py numba-cupy` rebuilds them, and
+    the wheels of both platforms said the same."""
+    facts = json.loads((Path(__file__).resolve().parent.parent / "scripts" / "data" / "numba_cupy_wheels.json").read_text())
+    assert _gen_data().numba_cupy_data(load("consumers.json"), facts) == load("consumers.json")
+    platforms = {(r["dist"], r["version"]): set() for r in facts["wheels"].values()}
+    for r in facts["wheels"].values():
+        platforms[(r["dist"], r["version"])].add(r["platform"])
+    assert platforms[("cupy-cuda13x", "14.2.0")] == {"x86_64", "aarch64"}
+    assert platforms[("numba-cuda", "0.30.4")] == {"x86_64", "aarch64"}
+    sys.path.insert(0, str(SCRIPT.parent))
+    import numba_cupy_wheels
+
+    # The readers, on the source texts as the wheels have them.
+    env13 = ("def _get_cuda_path():\n    cuda_path = os.environ.get('CUDA_PATH', '')\n"
+             "    nvcc_path = shutil.which('nvcc')\n    if os.path.exists('/usr/local/cuda'):\n        pass\n\n"
+             "def _get_nvcc_path():\n    nvcc_path = os.environ.get('NVCC', None)\n    cuda_path = get_cuda_path()\n")
+    assert numba_cupy_wheels.nvcc_lookup(env13) == ["NVCC", "CUDA_PATH", "nvcc on PATH", "/usr/local/cuda"]
+    assert facts["wheels"]["cupy-cuda12x==14.2.0@x86_64"]["build_cuda_version"] == 12090
+    assert facts["wheels"]["cupy-cuda12x==14.2.0@aarch64"]["build_cuda_version"] == 12090

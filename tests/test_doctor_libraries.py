@@ -77,7 +77,9 @@ def selected_and_system(tmp_path, dist: str, version: str):
 
 
 def test_cupy_takes_nvcc_from_pathfinder_not_from_path(tmp_path):
-    m, other = selected_and_system(tmp_path, "cupy_cuda13x", "13.6.0")
+    """CuPy 14 (cupy/_environment.py _get_nvcc_path: cuda-pathfinder first); CuPy 13 took nvcc
+    from CUDA_PATH, then PATH (tests/test_numba_cupy.py has both)."""
+    m, other = selected_and_system(tmp_path, "cupy_cuda13x", "14.2.0")
     sys_lib = tmp_path / "sys" / "ld.so.conf.d-dirs"
     sys_lib.mkdir(parents=True)
     (other / "lib64" / "libcudart.so.12").write_bytes(b"\x7fELF")
