@@ -39,7 +39,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import cachetrust, locking, store
+from . import cachetrust, locking, safeopen, store
 
 TREE_MARKER = ".cudaenv-tree.json"
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
@@ -412,7 +412,7 @@ def planned_archives() -> dict[str, dict]:
             continue
         for entry in os.scandir(src.path):
             try:
-                data = json.loads(Path(entry.path).read_text())
+                data = safeopen.json_loads(Path(entry.path).read_text())
                 for a in data["artifacts"]:
                     out.setdefault(a["sha256"], {"release": data["release"], "source": data["source"],
                                                  "component": a["component"]})

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import data as cdata
-from . import discover, programs, quoting
+from . import discover, programs, quoting, safeopen
 from .data import load
 from .versions import major_minor
 
@@ -304,7 +304,7 @@ def ask(python: str, consumer: str, archs, env, timeout: float | None = None) ->
     for line in reversed(r.stdout.splitlines()):
         if line.startswith(_MARKER):
             try:
-                return json.loads(line[len(_MARKER):])
+                return safeopen.json_loads(line[len(_MARKER):])
             except ValueError:
                 break
     tail = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]

@@ -30,7 +30,6 @@ SSL_CERT_DIR, the first one set (else certifi's bundle).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -41,7 +40,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import diskspace, parallel, settings, store
+from . import diskspace, parallel, safeopen, settings, store
 from .cache import archives_root
 from .progress import Progress, human_bytes, quiet
 from .sources.base import Artifact, SourceError, Unreachable
@@ -416,8 +415,8 @@ def parse_json(data: bytes, url: str):
     if json_depth(data) > MAX_JSON_DEPTH:
         raise DownloadError(f"{url}: JSON nested deeper than {MAX_JSON_DEPTH} levels; refusing it")
     try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
+        return safeopen.json_loads(data)
+    except ValueError:
         raise DownloadError(f"{url}: not valid JSON") from None
 
 

@@ -21,13 +21,13 @@ family, {"accepts": ..., "overridable": ...}:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import tempfile
 from pathlib import Path
 
+from . import safeopen
 from .versions import major_minor, number_key
 
 GCC_MAJORS = range(1, 41)
@@ -214,7 +214,7 @@ def summary(rules: dict) -> str:
 def nvcc_component(root: Path) -> str | None:
     """The nvcc component version (13.0.88) of the toolkit at root: its version.json, else nvcc --version."""
     try:
-        data = json.loads((root / "version.json").read_text())
+        data = safeopen.json_loads((root / "version.json").read_text())
         comp = (data.get("cuda_nvcc") or {}).get("version")
         if comp:
             return str(comp)

@@ -42,7 +42,7 @@ import time
 from typing import TextIO
 from contextlib import contextmanager
 
-from . import settings
+from . import safeopen, settings
 from .errors import CudaenvError, InputError
 
 BACKENDS = ("auto", "flock", "posix", "lockdir")
@@ -307,7 +307,7 @@ def read_owner(lockdir: str) -> dict | None:
     """The owner of a lockdir, None when there is none (or it vanished while read)."""
     try:
         with open(os.path.join(lockdir, OWNER)) as f:
-            owner = json.loads(f.read(4096))
+            owner = safeopen.json_loads(f.read(4096))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):

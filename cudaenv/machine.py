@@ -10,14 +10,13 @@ would this process see" for an environment other than its own.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import discover, programs, settings, store, torch_archs
+from . import discover, programs, safeopen, settings, store, torch_archs
 from .errors import InputError
 from .versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
 
@@ -403,7 +402,7 @@ def site_packages(python: str, env) -> list[str]:
     if r.returncode != 0:
         raise OSError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}")
     out = []
-    for p in json.loads(r.stdout):
+    for p in safeopen.json_loads(r.stdout):
         if p not in out and os.path.isdir(p):
             out.append(p)
     return out

@@ -47,6 +47,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import safeopen
 from .errors import EX_BAD_INPUT
 from .sources import SourceError
 from .versions import InvalidVersion, Release, newest_match, parse_spec
@@ -96,7 +97,7 @@ def read_state(directory: Path, source: str = "redist") -> dict:
     if not path.exists():
         return {"schema": SCHEMA, "source": source, "releases": {}}
     try:
-        state = json.loads(path.read_text())
+        state = safeopen.json_loads(path.read_text())
     except (OSError, ValueError) as e:
         raise MirrorError(f"{path}: not a readable mirror.json ({getattr(e, 'strerror', None) or e})") from None
     if not isinstance(state, dict) or state.get("schema") != SCHEMA or not isinstance(state.get("releases"), dict):
@@ -520,7 +521,7 @@ def _verify_manifest(directory: Path, release: str, entry: dict, pin_set, expect
     expected.add(name)
     report.checked += 1
     try:
-        manifest = json.loads((directory / name).read_text())
+        manifest = safeopen.json_loads((directory / name).read_text())
     except FileNotFoundError:
         report.missing.append(name)
         return {}

@@ -76,7 +76,7 @@ def entries(managed, discovered, env=None) -> tuple[list[Entry], list[str]]:
             continue
         root = str(tk.root)
         if spec.is_system:
-            skipped.append(f"{root[:80]!r}: not usable in a modulefile")
+            skipped.append(f"{quoting.shown(root)}: not usable in a modulefile")
             continue
         if spec.text in chosen:
             continue
@@ -294,7 +294,7 @@ def configured(env=None) -> tuple[Path, str] | None:
     if not value:
         return None
     if not os.path.isabs(value):
-        raise ModulefileError(f"{DIR_VAR}={value[:80]!r}: must be an absolute path")
+        raise ModulefileError(f"{DIR_VAR}={quoting.shown(value)}: must be an absolute path")
     return Path(value), check_format(env.get(FORMAT_VAR, "lmod").strip() or "lmod")
 
 

@@ -55,13 +55,21 @@ def _control(ch: str) -> bool:
     return ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0
 
 
+def shown(value: str, limit: int = 240) -> str:
+    """The value for a message: whole when short; else its start and its end, which for a path
+    is the part that names the toolkit (a deep temporary directory must not hide it)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:60]!r}...{value[-(limit - 60):]!r}"
+
+
 def _modulefile_text(value: str, fmt: str) -> str:
     """Environment Modules and Lmod cut a value at a newline when they hand it to the shell, so a
     modulefile refuses every control character rather than set a different value."""
     _text(value, fmt)
     bad = next((ch for ch in value if _control(ch)), None)
     if bad is not None:
-        raise Unquotable(f"{value[:80]!r}: the control character {bad!r} cannot be carried by {fmt} "
+        raise Unquotable(f"{shown(value)}: the control character {bad!r} cannot be carried by {fmt} "
                          "(the module tools would set a different value)")
     return value
 
@@ -113,7 +121,7 @@ def dotenv(name: str, value: str) -> str:
     _text(value, "a dotenv file", name)
     if not _DOTENV_SAFE.fullmatch(value):
         bad = next(ch for ch in value if not _DOTENV_SAFE.fullmatch(ch))
-        raise Unquotable(f"{name}={value[:80]!r}: {bad!r} cannot be written in a dotenv file that both "
+        raise Unquotable(f"{name}={shown(value)}: {bad!r} cannot be written in a dotenv file that both "
                          "`docker run --env-file` and a shell read alike (allowed: letters, digits and _ . / : @ % + , = -); "
                          "use --format sh or --format systemd")
     return f"{name}={value}"

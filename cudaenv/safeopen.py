@@ -10,6 +10,7 @@ import errno
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 
 def open_regular(path: Path | str) -> int:
@@ -26,3 +27,15 @@ def open_regular(path: Path | str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def json_loads(text: str | bytes) -> Any:
+    """json.loads for text someone else may have written: a document nested deeper than the
+    interpreter's recursion limit (a few kilobytes of '[') raises ValueError like any other
+    malformed JSON, not RecursionError, so every caller's `except ValueError` covers it."""
+    import json  # here: the settings read on the fast path open files with this module, not JSON
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

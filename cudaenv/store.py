@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import settings
+from . import safeopen, settings
 from .safeopen import open_regular  # noqa: F401  (store.open_regular: the name its callers use)
 from .errors import AccessError, CudaenvError
 from .versions import InvalidVersion, Release
@@ -258,11 +258,9 @@ def read_small(path: Path, limit: int = SMALL_FILE_LIMIT) -> bytes:
 def read_json_object(path: Path) -> dict | None:
     """A small JSON file holding an object, or None when it is missing, not a
     regular file, too large, not JSON, too deeply nested or not an object."""
-    import json
-
     try:
-        data = json.loads(read_small(path))
-    except (OSError, ValueError, RecursionError):
+        data = safeopen.json_loads(read_small(path))
+    except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 

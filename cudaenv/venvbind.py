@@ -16,10 +16,9 @@ them safe is in docs/security.md ("A toolkit bound to a venv").
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
-from . import aliases, activation, selection, store, venvstart
+from . import activation, aliases, programs, safeopen, selection, store, venvstart
 from .errors import CudaenvError, InputError
 from .versionfile import ENV_VAR
 
@@ -119,12 +118,10 @@ def interpreter(venv: Path) -> Path:
 
 
 def _facts(python: Path) -> dict:
-    import json
-
-    out = subprocess.run([str(python), "-I", "-c", _FACTS], capture_output=True, text=True, timeout=120)
+    out = programs.run_python(str(python), _FACTS, env=os.environ, timeout=120)
     if out.returncode != 0:
         raise BindError(f"{python} does not run: {out.stderr.strip().splitlines()[-1:] or out.returncode}")
-    facts = json.loads(out.stdout)
+    facts = safeopen.json_loads(out.stdout)
     if tuple(facts["version"]) < (3, 10):
         raise BindError(f"{python} is Python {'.'.join(map(str, facts['version']))}; "
                         "the binding's start-up code needs 3.10 or newer")
@@ -244,13 +241,11 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
 def _self_test(python: Path, prefix: str, site: str, root: str) -> None:
     """Start the bound interpreter as a service would (from /, no hook, a bare PATH) and
     check it got the toolkit; this also writes the stub's bytecode, so later starts are cheap."""
-    import json
 
     bare = {"PATH": activation.SYSTEM_PATH, "HOME": os.environ.get("HOME", "/")}
-    out = subprocess.run([str(python), "-I", "-c", _CHECK], capture_output=True, text=True, cwd="/", env=bare,
-                         timeout=120)
+    out = programs.run_python(str(python), _CHECK, env=bare, timeout=120)
     try:
-        seen = json.loads(out.stdout)
+        seen = safeopen.json_loads(out.stdout)
     except ValueError:
         seen = {}
     if out.returncode != 0 or seen.get("CUDA_HOME") != root or seen.get(venvstart.MARKER) != prefix:

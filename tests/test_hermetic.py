@@ -46,10 +46,13 @@ def _under_read_only_home(tmp_path: Path, args: list[str], cwd: Path) -> tuple[s
             mounted = False
     if not mounted:
         home.chmod(0o555)  # for a non-root runner; the snapshot catches what root would still write
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    # Not the outer run's PYTEST_ADDOPTS: a --basetemp there (CI sets one) is emptied by the
+    # inner pytest at its start, which deleted the outer workers' directories mid-run.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_") and k != "PYTEST_ADDOPTS"}
     env.update(HOME=str(home), PIP_CACHE_DIR=str(tmp_path / "pip-cache"))
     try:
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=cwd,
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            f"--basetemp={tmp_path / 'inner'}", *args], cwd=cwd,
                            env=env, capture_output=True, text=True, timeout=1500)
     finally:
         if mounted:

@@ -623,6 +623,9 @@ def test_bash_ic_cd_then_build_uses_the_projects_toolkit(world):
     p = subprocess.run(["bash", "-ic", f"cd {tmp}/p128 && nvcc -c x.cu"], env=dict(env, HOME=str(home)),
                        cwd=home, capture_output=True, text=True, timeout=60)
     assert "stub-nvcc release=12.8.1" in p.stdout, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
 def test_the_admins_default_applies_at_the_next_prompt(shell, world):
     """A user with no version file of their own gets the shared store's global version, the
     admin's default, once the admin sets one (before, the user's own CUDA_HOME stays, quietly);

@@ -197,3 +197,26 @@ def test_read_only_store_as_root(tmp_path):
         assert p.returncode == 1 and p.stderr.startswith("cudaenv: cannot write ")
     finally:
         subprocess.run(["chattr", "-i", str(aliases), str(root)], capture_output=True)
+
+
+# --- JSON that someone else wrote -----------------------------------------------------------------
+
+def test_json_nested_past_the_recursion_limit_is_malformed_json():
+    """A few kilobytes of '[' overflow json's recursion: that is ValueError, which every reader catches."""
+    from cudaenv import safeopen
+
+    with pytest.raises(ValueError, match="nested too deeply"):
+        safeopen.json_loads("[" * 100_000)
+    assert safeopen.json_loads('{"a": [1]}') == {"a": [1]}
+
+
+def test_every_json_parse_goes_through_safeopen():
+    """The class of the garbage-version.json traceback: a receipt, a lock owner, a mirror state, a
+    plan in the cache, a probe's answer are all written by someone else. Only the live probe,
+    which runs in the target Python without cudaenv and parses its own argv, parses JSON directly."""
+    package = Path(__file__).resolve().parent.parent / "cudaenv"
+    direct = [f"{p.relative_to(package)}:{n}" for p in sorted(package.rglob("*.py"))
+              if p.name not in ("safeopen.py", "_live_probe.py") and "data" not in p.relative_to(package).parts
+              for n, line in enumerate(p.read_text().splitlines(), 1)
+              if "json.loads(" in line or "json.load(" in line]
+    assert direct == [], direct

@@ -342,10 +342,16 @@ def test_a_staging_tree_whose_install_was_killed_is_cleaned(tmp_path):
 # --- doctor: each finding keeps its severity --------------------------------------------------------
 
 
+def _applied(m: Machine) -> dict:
+    """The shell `cudaenv exec` gives (the selection applied), so that the findings are the
+    toolkit's and the machine's, not cmake's of a shell without the hook."""
+    return dict(m.env(), **json.loads(m.cli("env", "--json").stdout))
+
+
 def _doctor(m: Machine, release: str):
     m.managed_toolkit(release)
     (m.proj / ".cuda-version").write_text(release + "\n")
-    r = m.cli("doctor", "--json", "--python", m.python)
+    r = m.cli("doctor", "--json", "--python", m.python, env=_applied(m))
     data = json.loads(r.stdout)
     return r, data, {c["id"]: c for c in data["checks"]}
 
@@ -367,7 +373,7 @@ def test_a_driver_older_than_the_toolkit_minor_is_a_warning(tmp_path):
     assert "supports CUDA 12.8, toolkit is 12.9.1" in checks["driver"]["verdict"]
     assert checks["driver"]["fix"] == "install NVIDIA driver >= 575.51.03"
     assert (r.returncode, data["status"]) == (1, "warn"), [c for c in data["checks"] if c["status"] != "ok"]
-    human = m.cli("doctor", "--python", m.python)
+    human = m.cli("doctor", "--python", m.python, env=_applied(m))
     assert human.returncode == 1 and "[warn]  driver: driver 570.124.06 supports CUDA 12.8" in human.stdout
 
 

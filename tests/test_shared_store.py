@@ -216,7 +216,9 @@ def test_relative_version_file_setting_is_refused(shared):
 def test_store_root_serves_users_torch_lookup(shared):
     """A user with only the store's shims on PATH: torch's dirname(dirname(which nvcc))
     is the store root, whose bin/nvcc and include/ are the store's global 13.0.2. The
-    user's own global file changes what the shim runs, never the shared links."""
+    user's own global file never changes the shared links; where it selects another
+    toolkit, the store root's nvcc would mix the two (its include/ stays 13.0.2), so it
+    stops with cudaenv's one line naming the user's toolkit instead of compiling."""
     run_as, py, env, root, base = shared
     shell = dict(env, PATH=f"{root}/shims:/usr/bin:/bin")
     before = snapshot(root)
@@ -231,7 +233,9 @@ def test_store_root_serves_users_torch_lookup(shared):
     assert cli(shared, "global", "12.8", **user).returncode == 0
     try:
         p = run_as([f"{home}/bin/nvcc", "-c", "x.cu"], env=dict(shell, **user))
-        assert "release=12.8.1 " in p.stdout, p.stderr
+        assert p.returncode != 0 and "release=" not in p.stdout, p.stdout
+        said = p.stderr.strip().splitlines()
+        assert len(said) == 1 and said[0].startswith("cudaenv: ") and f"{root}/versions/12.8.1" in said[0], p.stderr
         assert os.readlink(root / "include") == f"{root}/versions/13.0.2/include"
         assert snapshot(root) == before
     finally:

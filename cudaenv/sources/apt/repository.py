@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ... import settings
+from ...quoting import shown
 from ...versions import Release
 from .. import arch
 from ..base import SourceError
@@ -77,7 +78,7 @@ def keyring_path() -> Path:
     if forced:
         path = Path(forced).expanduser()
         if not path.is_file():
-            raise SourceError(f"CUDAENV_APT_KEYRING={forced[:80]!r}: no such file")
+            raise SourceError(f"CUDAENV_APT_KEYRING={shown(forced)}: no such file")
         return path.absolute()
     if SYSTEM_KEYRING.is_file():
         return SYSTEM_KEYRING
