@@ -609,7 +609,12 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
     env = os.environ if env is None else env
     if platform and platform not in arch.ARCHES:
         raise ProbeInputError(f"invalid --platform {platform!r}: allowed are {', '.join(arch.ARCHES)}")
-    platform = platform or (arch.machine() if arch.machine() in arch.ARCHES else "x86_64")
+    if not platform:
+        try:
+            here = arch.machine(env)
+        except arch.MachineError as e:  # a bad CUDAENV_MACHINE stops doctor and resolve as a bad option does
+            raise ProbeInputError(str(e)) from None
+        platform = here if here in arch.ARCHES else "x86_64"
     archs = [normalize_arch(a) for a in archs]
     if torch_cuda:
         torch_cuda = check_torch_cuda(torch_cuda)

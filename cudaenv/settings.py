@@ -132,6 +132,9 @@ _TABLE = (
             "when nvidia-smi is missing (tests).", "machine"),
     Setting("CUDAENV_TEGRA_RELEASE", "/etc/nv_tegra_release", "The L4T release file that marks a Jetson "
             "(Tegra) machine, whose driver is judged by its branch (tests).", "machine"),
+    Setting("CUDAENV_MACHINE", "", "This machine's CPU architecture instead of `uname -m`: x86_64 or aarch64 "
+            "(amd64, arm64 alike); the platform the resolver and doctor judge torch's wheels for and the "
+            "sources install for (tests).", "sources.arch, machine"),
     Setting("CUDAENV_CONSUMER_DEFAULT_ROOT", "/usr/local/cuda", "The toolkit a consumer falls back to when "
             "nothing selects one (tests).", "machine"),
     Setting("CUDAENV_LIBCUDA_DIRS", "", "Replaces the system directories the doctor searches for "

@@ -21,6 +21,11 @@ from pathlib import Path
 
 from toolkits import base_env, component_for, make_toolkit, managed
 
+from cudaenv.sources import arch
+
+# The CPUs a machine can have (uname -m); CUDAENV_MACHINE makes the doctor see the machine's own.
+PLATFORMS = tuple(arch.ARCHES)  # x86_64, aarch64
+
 
 def real_ptxas(root: Path, release: str):
     """bin/ptxas answering --version with the real banner (Triton and doctor ask it)."""
@@ -53,7 +58,7 @@ TEGRA_RELEASE = {
     "thor": "# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64, DATE: Fri Aug 22 00:55:42 UTC 2025\n",
     "orin": "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025\n",
 }
-PROC = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {driver}  Release Build  "
+PROC = ("NVRM version: NVIDIA UNIX Open Kernel Module for {machine}  {driver}  Release Build  "
         "(dvs-builder@U22-I3-AF03-09-1)  Sun Jul 27 06:54:38 UTC 2025\n"
         "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14+deb12u1)\n")
 PTXAS_BANNER = """ptxas: NVIDIA (R) Ptx optimizing assembler
@@ -74,9 +79,12 @@ class Machine:
     triton: str | None = None  # e.g. "3.5.0" (bundled ptxas 12.8.93)
     pip_cuda: str | None = None  # CUDART_VERSION of nvidia/cu13/include, e.g. "13.0"
     toolkits: dict = field(default_factory=dict)  # name -> root
+    platform: str = "x86_64"  # uname -m the doctor sees (CUDAENV_MACHINE): x86_64 or aarch64
 
     def __post_init__(self):
         self.tmp = Path(self.tmp)
+        if self.platform not in arch.ARCHES:
+            raise ValueError(f"fake machine platform {self.platform!r}: allowed are {', '.join(arch.ARCHES)}")
         self.root = self.tmp / "cudaenv-root"
         self.root.mkdir(parents=True, exist_ok=True)
         self.home = self.tmp / "home"
@@ -97,7 +105,7 @@ class Machine:
                            f"cat <<'EOF'\n{out}EOF\nexit 0;;\nesac\n"
                            'echo "unexpected nvidia-smi arguments: $*" >&2\nexit 9\n')
             smi.chmod(0o755)
-            (self.tmp / "proc-version").write_text(PROC.format(driver=self.driver))
+            (self.tmp / "proc-version").write_text(PROC.format(machine=self.platform, driver=self.driver))
             if self.gpus in TEGRA_RELEASE:
                 (self.tmp / "nv_tegra_release").write_text(TEGRA_RELEASE[self.gpus])
 
@@ -185,10 +193,11 @@ class Machine:
 
     def conda_toolkit(self, release: str) -> Path:
         """conda-forge's cuda-nvcc + cuda-cudart-dev: nvcc in $CONDA_PREFIX/bin, headers only
-        under targets/x86_64-linux/include, and no CUDA_HOME set by activation."""
+        under targets/<machine>-linux/include (x86_64-linux, sbsa-linux), and no CUDA_HOME set
+        by activation."""
         prefix = self.tmp / "conda"
         make_toolkit(prefix, release, version_json=False)
-        inc = prefix / "targets" / "x86_64-linux" / "include"
+        inc = prefix / "targets" / arch.ARCHES[self.platform].targets / "include"
         inc.mkdir(parents=True)
         (prefix / "include" / "cuda_runtime.h").rename(inc / "cuda_runtime.h")
         return prefix
@@ -233,6 +242,7 @@ class Machine:
         env["CUDAENV_LIBCUDA_DIRS"] = str(self.tmp / "no-driver-dev-link")
         env["CUDAENV_LOADER_DIRS"] = str(self.tmp / "sys" / "ld.so.conf.d-dirs")  # not this machine's ld.so.conf
         env["CUDAENV_TEGRA_RELEASE"] = str(self.tmp / "nv_tegra_release")  # exists on the Jetsons only
+        env["CUDAENV_MACHINE"] = self.platform  # uname -m of this machine, not of the host running the test
         env["SHELL"] = "/bin/bash"
         for var in ("VIRTUAL_ENV", "TRITON_PTXAS_PATH", "TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR",
                     "FLASHINFER_WORKSPACE_BASE", "CUDA_VISIBLE_DEVICES"):

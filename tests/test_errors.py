@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _classes():
     from cudaenv import deb, download, extract, install, machine, metrics, mirror, modulefiles, pins, selection
     from cudaenv import shared_roots, shell, store, system_install, versions
-    from cudaenv.sources import base
+    from cudaenv.sources import arch, base
 
     return {
         selection.SelectionError: 1, selection.InvalidSelection: 1, selection.NotInstalled: 127,
@@ -35,6 +35,7 @@ def _classes():
         store.StoreError: 1, store.StoreNotWritable: 1, shared_roots.InvalidSharedRoots: 1,
         machine.ProbeInputError: 1, modulefiles.ModulefileError: 1, metrics.OutputError: 1,
         mirror.MirrorError: 1, versions.InvalidVersion: 1, shell.UnknownShell: 1, shell.PreviousUnset: 1,
+        arch.MachineError: 64,
     }
 
 
@@ -223,6 +224,20 @@ def test_usage_errors_are_one_line_and_64(tmp_path, args, message, hint):
     if hint:
         assert p.stderr.splitlines()[1] == f"hint: {hint}"
     assert p.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["install", "13.0", "--source", "redist"], ["install", "13.0", "--source", "apt"],
+                                  ["resolve"], ["doctor"]])
+def test_a_machine_variable_of_another_cpu_is_one_line_and_64(tmp_path, args):
+    """CUDAENV_MACHINE (uname -m for tests) takes x86_64 or aarch64 (amd64, arm64): anything
+    else stops every command that asks it before it does anything, as a bad option does."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CUDAENV_ROOT": str(tmp_path / "root"),
+           "PYTHONPATH": str(REPO), "CUDAENV_MACHINE": "ppc64le"}
+    p = _cli(args, env=env, cwd=tmp_path)
+    assert p.returncode == errors.EX_USAGE == 64, p.stderr
+    _one_error(p)
+    assert p.stderr == "cudaenv: invalid CUDAENV_MACHINE 'ppc64le': allowed are x86_64, aarch64, amd64, arm64\n"
+    assert not (tmp_path / "root" / "versions").exists()
 
 
 def _every_command(group, path):

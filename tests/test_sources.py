@@ -114,6 +114,39 @@ def test_every_source_names_the_cpu_from_one_table(monkeypatch, machine, redist,
     assert (pypi.platform_name(), pypi._targets_dir_name()) == (wheel, targets)
 
 
+@pytest.mark.parametrize("value,machine", [("aarch64", "aarch64"), ("ARM64", "aarch64"), ("x86_64", "x86_64"),
+                                           ("amd64", "x86_64")])
+def test_cudaenv_machine_stands_in_for_uname(monkeypatch, value, machine):
+    """CUDAENV_MACHINE replaces uname -m for every source (tests run aarch64 machines on x86_64)."""
+    from cudaenv.sources import pypi
+    from cudaenv.sources import redist as redist_source
+    from cudaenv.sources.apt import repository
+
+    monkeypatch.setattr(arch.platform, "machine", lambda: "ppc64le")
+    monkeypatch.delenv("CUDAENV_REDIST_PLATFORM", raising=False)
+    monkeypatch.setenv("CUDAENV_MACHINE", value)
+    host = arch.ARCHES[machine]
+    assert arch.machine() == machine and arch.host() is host
+    assert redist_source.machine_platform() == host.redist
+    assert repository.host_arch() == (host.repository, host.dpkg)
+    assert (pypi.platform_name(), pypi._targets_dir_name()) == (host.wheel, host.targets)
+    # An API given env= reads that environment only.
+    assert arch.machine({"CUDAENV_MACHINE": value}) == machine and arch.machine({}) == "ppc64le"
+
+
+@pytest.mark.parametrize("value", ["ppc64le", "sbsa", "linux-x86_64"])
+def test_cudaenv_machine_of_another_cpu_is_a_usage_error(monkeypatch, value):
+    from cudaenv.errors import EX_USAGE
+    from cudaenv.sources import redist
+
+    monkeypatch.setenv("CUDAENV_MACHINE", value)
+    monkeypatch.delenv("CUDAENV_REDIST_PLATFORM", raising=False)
+    with pytest.raises(arch.MachineError) as e:
+        redist.machine_platform()
+    assert e.value.exit_code == EX_USAGE
+    assert str(e.value) == f"invalid CUDAENV_MACHINE {value!r}: allowed are x86_64, aarch64, amd64, arm64"
+
+
 def test_a_cpu_nvidia_does_not_serve_is_one_line_from_each_source(monkeypatch):
     from cudaenv.sources import pypi, redist
     from cudaenv.sources.apt import repository

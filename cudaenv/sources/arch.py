@@ -10,6 +10,13 @@ from __future__ import annotations
 import platform
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .. import settings
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 @dataclass(frozen=True)
@@ -28,17 +35,32 @@ ARCHES = {
 }
 # Other spellings of the same machines (Windows and macOS report these).
 ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+# Stands in for uname -m (tests run an aarch64 machine on an x86_64 host); read here only.
+MACHINE_ENV = "CUDAENV_MACHINE"
 
 
-def machine() -> str:
-    """uname -m of this machine, lower case, with the aliases above folded in."""
+class MachineError(UsageError):
+    """CUDAENV_MACHINE names a machine cudaenv does not know: one line, exit 64."""
+
+
+def machine(env: Mapping[str, str] | None = None) -> str:
+    """uname -m of this machine, lower case, with the aliases above folded in; CUDAENV_MACHINE
+    (x86_64 or aarch64, or an alias) replaces it. `env` as for cudaenv.settings."""
+    forced = settings.value(MACHINE_ENV, env)
+    if forced:
+        name = forced.strip().lower()
+        name = ALIASES.get(name, name)
+        if name not in ARCHES:
+            raise MachineError(f"invalid {MACHINE_ENV} {forced[:40]!r}: allowed are "
+                               f"{', '.join([*ARCHES, *ALIASES])}")
+        return name
     name = platform.machine().lower()
     return ALIASES.get(name, name)
 
 
-def host() -> Arch | None:
+def host(env: Mapping[str, str] | None = None) -> Arch | None:
     """This machine's Arch, or None where NVIDIA publishes no Linux toolkit for it."""
-    return ARCHES.get(machine())
+    return ARCHES.get(machine(env))
 
 
 def supported() -> str:
