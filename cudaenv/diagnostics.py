@@ -25,7 +25,7 @@ from . import numba_cupy as nc
 from . import resolver as rs
 from .data import load
 from .machine import HEADER_SCAN_BYTES, Probe, probe as run_probe
-from .versions import cudart_release, major_minor, major_of, number_key
+from .versions import cudart_release, major_minor, major_of, number_key, torch_variant
 
 SCHEMA = "cudaenv.doctor/1"
 _RANK = {"ok": 0, "warn": 1, "error": 2}
@@ -532,6 +532,15 @@ def torch_arch(ctx: Context) -> Findings:
             yield ctx.finding("torch-arch", "error", f.message.split(":")[0], f.message, f.fix)
             return
     if ctx.probe.torch_cuda and ctx.probe.gpus:
+        i = ctx.resolution.inputs
+        if rs.torch_arch_list(ctx.probe.torch_cuda, i["torch_version"], i["torch_archs"], i["platform"]) is None:
+            # No arch list to judge by (aarch64 knows only the builds read from its wheels): say so.
+            tc = major_minor(ctx.probe.torch_cuda)
+            can = f"Its CUDA {tc} compiles for {', '.join(ctx.probe.archs)}; " if tc in rs.releases() else ""
+            yield ctx.finding("torch-arch", "ok", f"torch {torch_variant(tc)}'s arch list for {i['platform']} is not "
+                              "in cudaenv's data", f"{can}torch.cuda.get_arch_list() says which archs the installed "
+                              "torch has kernels for.")
+            return
         yield ctx.finding("torch-arch", "ok", f"torch's kernels cover {', '.join(ctx.probe.archs)}")
 
 

@@ -605,17 +605,41 @@ def switch_fix(release: str) -> str:
     return f"cudaenv install {release} && cudaenv local {release}"
 
 
+def torch_arch_list(torch_cuda: str, torch_version: str | None = None, torch_archs: list[str] | None = None,
+                    platform: str = "x86_64") -> dict | None:
+    """The archs torch ships kernels for, in torch_builds.json's shape, or None when unknown.
+    The installed torch's own list, when read, is the truth about it; the table (this
+    platform's builds only) is for a torch named only by --torch-cuda, or one whose library
+    did not say."""
+    return as_build(torch_archs) if torch_archs else torch_build(torch_version, torch_variant(torch_cuda), platform)
+
+
+def torch_cannot_have(archs, torch_cuda: str) -> list[str]:
+    """The archs no torch built with `torch_cuda` can have kernels for, whatever its arch list:
+    its own nvcc cannot compile for them (CUDA 12.6 for sm_120). [] for a release the data lacks."""
+    rel = major_minor(torch_cuda)
+    if rel not in releases():
+        return []
+    possible = {"sm": targets(rel), "ptx": None}
+    return [a for a in archs if not _covers(possible, a)]
+
+
 def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_archs=None,
                         platform: str = "x86_64") -> list[Finding]:
     variant = torch_variant(torch_cuda)
-    # The installed torch's own list, when read, is the truth about it; the table is for
-    # a torch named only by --torch-cuda, or one whose library did not say.
-    build = as_build(torch_archs) if torch_archs else torch_build(torch_version, variant, platform)
+    build = torch_arch_list(torch_cuda, torch_version, torch_archs, platform)
     source = ("torch.cuda.get_arch_list() of the installed torch (its lib/libtorch_python.so)" if torch_archs
               else "cudaenv/data/torch_builds.json")
     if build is None:
-        return []
-    missing = [a for a in archs if not _covers(build, a)]
+        # No arch list of this build for this platform (aarch64 has only the builds read from
+        # its wheels): what its CUDA cannot compile for, it lacks all the same.
+        missing = torch_cannot_have(archs, torch_cuda)
+        why = (f"CUDA {major_minor(torch_cuda)} cannot compile kernels for {'them' if len(missing) > 1 else 'it'} "
+               f"(cudaenv's data has no {platform} {variant} build's arch list)")
+        source = f"{ARCH_SOURCE}; cudaenv/data/torch_builds.json"
+    else:
+        missing = [a for a in archs if not _covers(build, a)]
+        why = f"its own kernels cover {', '.join(build['sm'])}" + (f" (+PTX {build['ptx']})" if build.get("ptx") else "")
     if not missing:
         return []
     label = f"torch {major_minor(torch_version)}+{variant}" if torch_version else f"torch {variant}"
@@ -625,10 +649,7 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
     fix = None
     if way:
         fix = f"{torch_fix(*way, torch_version)} && {switch_fix(variant_release(way[1]))}"
-    return [Finding("error", "torch-arch",
-                    f"{label} lacks {', '.join(missing)}: its own kernels cover {', '.join(build['sm'])}"
-                    + (f" (+PTX {build['ptx']})" if build.get("ptx") else ""),
-                    fix, source)]
+    return [Finding("error", "torch-arch", f"{label} lacks {', '.join(missing)}: {why}", fix, source)]
 
 
 def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: str | None = None,

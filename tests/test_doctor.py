@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cudaenv import jitcache
-from fakemachine import Machine
+from fakemachine import PLATFORMS, Machine
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1"
@@ -28,10 +28,17 @@ def golden(name: str, text: str, m: Machine):
     assert text == path.read_text()
 
 
+@pytest.fixture(params=PLATFORMS)
+def platform(request):
+    """Every machine twice: as an x86_64 and as an aarch64 machine (CUDAENV_MACHINE)."""
+    return request.param
+
+
 @pytest.fixture
-def failing(tmp_path):
-    """The reported failure: sm_120, torch 2.9+cu130, only a CUDA 12.8 nvcc, FlashInfer 0.6."""
-    m = Machine(tmp_path, flashinfer="0.6.1", triton="3.5.0", pip_cuda="13.0")
+def failing(tmp_path, platform):
+    """The reported failure: sm_120, torch 2.9+cu130, only a CUDA 12.8 nvcc, FlashInfer 0.6.
+    The same report on aarch64: its torch 2.x+cu130 builds carry sm_120 too."""
+    m = Machine(tmp_path, flashinfer="0.6.1", triton="3.5.0", pip_cuda="13.0", platform=platform)
     m.cuda128 = m.system_toolkit("12.8.1")
     return m
 
@@ -93,8 +100,8 @@ def test_json_schema(failing):
     assert probe["torch_cuda"] == "13.0"
 
 
-def test_cuda_home_trap(tmp_path):
-    m = Machine(tmp_path, torch="2.8.0+cu128")
+def test_cuda_home_trap(tmp_path, platform):
+    m = Machine(tmp_path, torch="2.8.0+cu128", platform=platform)
     tk = m.managed_toolkit("12.8.1")
     (m.proj / ".cuda-version").write_text("12.8\n")
     r = m.cli("doctor", "--python", m.python, env=m.env(path_first=[tk / "bin"], CUDA_HOME="/nonexistent"))
@@ -102,11 +109,13 @@ def test_cuda_home_trap(tmp_path):
     assert "[error] cuda-home: CUDA_HOME=/nonexistent does not exist" in r.stdout
     assert f"fix: export CUDA_HOME={tk}" in r.stdout
     assert "[warn]  env-agree" in r.stdout  # CUDA_HOME and nvcc on PATH disagree
-    golden("doctor_cuda_home.txt", r.stdout, m)
+    # aarch64's own report: cudaenv/data/torch_builds.json has no aarch64 cu128 build, so
+    # torch-arch says the arch list is unknown instead of "torch's kernels cover sm_120".
+    golden({"x86_64": "doctor_cuda_home.txt", "aarch64": "doctor_cuda_home_aarch64.txt"}[platform], r.stdout, m)
 
 
-def test_triton_ptxas_cannot_target_spark(tmp_path):
-    m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0")
+def test_triton_ptxas_cannot_target_spark(tmp_path, platform):
+    m = Machine(tmp_path, gpus="dgx-spark", torch="2.9.0+cu130", triton="3.5.0", platform=platform)
     tk = m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
     r = m.cli("exec", "--", sys.executable, "-m", "cudaenv", "doctor", "--python", m.python, env=m.env())
@@ -116,8 +125,8 @@ def test_triton_ptxas_cannot_target_spark(tmp_path):
     assert "Value 'sm_121a' is not defined" in r.stdout
 
 
-def test_consumers_disagree_and_driver_too_old(tmp_path):
-    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.9.0+cu130")
+def test_consumers_disagree_and_driver_too_old(tmp_path, platform):
+    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.9.0+cu130", platform=platform)
     managed = m.managed_toolkit("13.0.2")
     system = m.system_toolkit("12.8.1")
     (m.proj / ".cuda-version").write_text("13.0\n")
@@ -152,8 +161,8 @@ def test_stale_caches_and_fix(failing):
     assert not fi.exists() and not te.exists() and not tr_old.exists() and tr_now.exists()
 
 
-def test_clear_jit_caches_api(tmp_path):
-    m = Machine(tmp_path, gpus=None, torch=None)
+def test_clear_jit_caches_api(tmp_path, platform):
+    m = Machine(tmp_path, gpus=None, torch=None, platform=platform)
     tk = m.system_toolkit("12.8.1")
     fi = m.flashinfer_cache(tk)
     tr = m.triton_cache("8.7")
@@ -227,13 +236,13 @@ def test_checks_are_one_table_of_functions(failing, monkeypatch):
     assert (only.status, only.exit_code, [c.id for c in only.checks]) == ("warn", 1, ["always", "always-ok"])
 
 
-def test_fifos_planted_where_doctor_reads_do_not_hang_it(tmp_path):
+def test_fifos_planted_where_doctor_reads_do_not_hang_it(tmp_path, platform):
     """Every file doctor reads without running anything, each replaced by a FIFO nobody writes:
     torch's version.py and libtorch_python.so, pip's and the toolkit's cuda_runtime_api.h, the
     driver's /proc file, and the JIT caches' build.ninja and .ptx files (a cache directory is
     the user's, but a shared home or a cloned environment can hold anything). Opening any of
     them for reading would wait forever; doctor must finish, judge the rest, and not trace back."""
-    m = Machine(tmp_path, torch="2.12.0+cu126", pip_cuda="13.0")
+    m = Machine(tmp_path, torch="2.12.0+cu126", pip_cuda="13.0", platform=platform)
     tk = m.managed_toolkit("13.0.2")
     planted = [
         Path(m.site) / "torch" / "version.py",

@@ -38,7 +38,7 @@ import pytest
 
 from cudaenv import resolver as rs
 from cudaenv.versions import number_key
-from fakemachine import Machine
+from fakemachine import PLATFORMS, Machine
 from httpserver import FileServer
 from redist_mirror import RedistMirror, write_tar_xz
 from toolkits import base_env, rehashed_store
@@ -356,18 +356,20 @@ def _doctor(m: Machine, release: str):
     return r, data, {c["id"]: c for c in data["checks"]}
 
 
-def test_a_toolkit_that_cannot_target_the_gpu_is_an_error(tmp_path):
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_toolkit_that_cannot_target_the_gpu_is_an_error(tmp_path, platform):
     # 12.6 has no sm_120 target: nothing it builds runs natively on a Blackwell workstation GPU.
-    m = Machine(tmp_path, gpus="rtx-pro-6000", driver="580.65.06", torch=None)
+    m = Machine(tmp_path, gpus="rtx-pro-6000", driver="580.65.06", torch=None, platform=platform)
     r, data, checks = _doctor(m, "12.6.0")
     assert checks["gpu-target"]["status"] == "error", checks["gpu-target"]
     assert "cannot target sm_120" in checks["gpu-target"]["verdict"]
     assert (r.returncode, data["status"], data["exit_code"]) == (2, "error", 2)
 
 
-def test_a_driver_older_than_the_toolkit_minor_is_a_warning(tmp_path):
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_driver_older_than_the_toolkit_minor_is_a_warning(tmp_path, platform):
     # Driver 570 speaks CUDA 12.8; a 12.9 toolkit's SASS runs, its PTX does not JIT.
-    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch=None)
+    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch=None, platform=platform)
     r, data, checks = _doctor(m, "12.9.1")
     assert checks["driver"]["status"] == "warn", checks["driver"]
     assert "supports CUDA 12.8, toolkit is 12.9.1" in checks["driver"]["verdict"]
@@ -377,9 +379,10 @@ def test_a_driver_older_than_the_toolkit_minor_is_a_warning(tmp_path):
     assert human.returncode == 1 and "[warn]  driver: driver 570.124.06 supports CUDA 12.8" in human.stdout
 
 
-def test_the_same_machine_with_a_fitting_toolkit_is_ok(tmp_path):
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_same_machine_with_a_fitting_toolkit_is_ok(tmp_path, platform):
     """The control for both: with 12.8 nothing is wrong, so the findings above come from the toolkit."""
-    m = Machine(tmp_path, gpus="rtx-pro-6000", driver="570.124.06", torch=None)
+    m = Machine(tmp_path, gpus="rtx-pro-6000", driver="570.124.06", torch=None, platform=platform)
     _, _, checks = _doctor(m, "12.8.1")
     assert checks["gpu-target"]["status"] == "ok" and checks["driver"]["status"] == "ok", checks
 

@@ -22,7 +22,7 @@ import pytest
 from cudaenv import numba_cupy as nc
 from cudaenv import resolver as rs
 from cudaenv.data import load
-from fakemachine import Machine, doctor_rounds
+from fakemachine import PLATFORMS, Machine, doctor_rounds
 
 HOOK = 'eval "$(cudaenv init - bash)"'
 ENV = 'eval "$(cudaenv env)"'
@@ -123,7 +123,14 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+# Every case on both platforms: a case given for one platform only holds on the other as well
+# (CuPy's and numba-cuda's rules are the same on x86_64 and aarch64; only torch's builds differ,
+# and the cases that have torch say so with a row for each platform).
+_GIVEN = {(c[0], c[2]) for c in CASES}
+ROWS = CASES + [(c[0], c[1], other, *c[3:]) for c in CASES for other in PLATFORMS if (c[0], other) not in _GIVEN]
+
+
+@pytest.mark.parametrize("case", ROWS, ids=[f"{c[0]}-{c[2]}" for c in ROWS])
 def test_plan(case):
     _, kwargs, platform, minimum, recommended, status, text, fix = case
     r = rs.recommend(**kwargs, platform=platform)
@@ -136,17 +143,18 @@ def test_plan(case):
     assert "{" not in messages
 
 
-def test_the_cupy_rule_is_a_constraint_with_its_source():
-    r = rs.recommend(archs=["sm_90"], cupy="cupy-cuda12x==14.2.0")
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_the_cupy_rule_is_a_constraint_with_its_source(platform):
+    r = rs.recommend(archs=["sm_90"], cupy="cupy-cuda12x==14.2.0", platform=platform)
     c = next(c for c in r.constraints if c.rule == "cupy")
     assert c.describe() == "12.x" and "consumers.json cupy" in c.source
-    n = rs.recommend(archs=["sm_90"], numba_cuda="0.30.4")
+    n = rs.recommend(archs=["sm_90"], numba_cuda="0.30.4", platform=platform)
     c = next(c for c in n.constraints if c.rule == "numba-cuda")
     assert c.describe() == ">= 12.0" and "SUPPORTED_TOOLKIT_MAJOR_VERSIONS" in c.reason
 
 
-def test_resolve_reads_cupy_and_numba_from_the_installed_python(tmp_path):
-    m = Machine(tmp_path, torch=None)
+def test_resolve_reads_cupy_and_numba_from_the_installed_python(tmp_path, machine_platform):
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     m.dist("cupy_cuda12x", "14.2.0")
     m.dist("numba_cuda", "0.30.4")
     r = m.cli("resolve", "--json", "--python", m.python)
@@ -158,6 +166,12 @@ def test_resolve_reads_cupy_and_numba_from_the_installed_python(tmp_path):
 
 # --- doctor: fake machines, every fix pasted ------------------------------------------------------
 
+@pytest.fixture(params=PLATFORMS)
+def machine_platform(request):
+    """Every fake machine twice: as an x86_64 and as an aarch64 machine (CUDAENV_MACHINE)."""
+    return request.param
+
+
 def checks(rnd):
     return {c["id"]: c for c in rnd.report["checks"]}
 
@@ -167,9 +181,9 @@ def ends_clean(rounds):
     assert last["exit_code"] == 0, [(c["id"], c["verdict"]) for c in last["checks"] if c["status"] != "ok"]
 
 
-def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path):
+def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path, machine_platform):
     """No torch: the toolkit is what changes, to the newest 12.x the GPU and driver take."""
-    m = Machine(tmp_path, torch=None)
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     m.dist("cupy_cuda12x", "14.2.0")
     m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
@@ -190,7 +204,7 @@ def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path):
 def test_cupy12_beside_torch_cu130_swaps_the_wheel(tmp_path, platform):
     """torch cu130 needs the 13.x toolkit: the CuPy wheel is swapped, uninstalled first (CuPy
     refuses two CuPy packages side by side), to the same CuPy version's cupy-cuda13x."""
-    m = Machine(tmp_path, torch="2.9.0+cu130")
+    m = Machine(tmp_path, platform=platform, torch="2.9.0+cu130")
     m.dist("cupy_cuda12x", "14.2.0")
     m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
@@ -203,9 +217,9 @@ def test_cupy12_beside_torch_cu130_swaps_the_wheel(tmp_path, platform):
     assert (m.site / "cupy_cuda13x-14.2.0.dist-info").is_dir() and not list(m.site.glob("cupy_cuda12x-*"))
 
 
-def test_a_driver_of_12x_cannot_run_cupy_cuda13x(tmp_path):
+def test_a_driver_of_12x_cannot_run_cupy_cuda13x(tmp_path, machine_platform):
     """cupy-cuda13x links the 13.2 runtime statically: a 575 driver (12.9) cannot run it at all."""
-    m = Machine(tmp_path, torch=None, driver="575.57.08")
+    m = Machine(tmp_path, platform=machine_platform, torch=None, driver="575.57.08")
     m.dist("cupy_cuda13x", "14.2.0")
     m.managed_toolkit("12.9.1")
     (m.proj / ".cuda-version").write_text("12.9\n")
@@ -228,10 +242,10 @@ def _system_libcudart(m: Machine, other):
 
 
 @pytest.mark.parametrize("version, warned", [("14.2.0", True), ("13.6.0", False)])
-def test_cupy_13_takes_nvcc_from_path_cupy_14_from_pathfinder(tmp_path, version, warned):
+def test_cupy_13_takes_nvcc_from_path_cupy_14_from_pathfinder(tmp_path, machine_platform, version, warned):
     """Shims only: CuPy 13.6 finds nvcc on PATH (the shim, so the selection); CuPy 14.2 asks
     cuda-pathfinder, which never looks at PATH and lands on the system toolkit's."""
-    m = Machine(tmp_path, torch=None)
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     m.dist("cupy_cuda13x", version)
     m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
@@ -246,8 +260,8 @@ def test_cupy_13_takes_nvcc_from_path_cupy_14_from_pathfinder(tmp_path, version,
         assert "cupy-nvcc" not in found, found["cupy-nvcc"]
 
 
-def test_cupy_13_takes_nvcc_from_cuda_path_first(tmp_path):
-    m = Machine(tmp_path, torch=None)
+def test_cupy_13_takes_nvcc_from_cuda_path_first(tmp_path, machine_platform):
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     m.dist("cupy_cuda13x", "13.6.0")
     m.managed_toolkit("13.0.2")
     (m.proj / ".cuda-version").write_text("13.0\n")
@@ -276,10 +290,10 @@ def numba_machine(m: Machine, release: str, nvrtc: bool = True, nvvm: bool = Tru
     return tk
 
 
-def test_numba_cuda_on_an_11x_toolkit_moves_to_one_it_supports(tmp_path):
+def test_numba_cuda_on_an_11x_toolkit_moves_to_one_it_supports(tmp_path, machine_platform):
     """11.8 has libnvvm.so.4, which cuda-pathfinder takes, and libnvrtc.so.11.2, which it does not:
     `--with nvrtc` on 11.8 would add nothing numba-cuda loads. The fix is a 12.x/13.x toolkit with nvrtc."""
-    m = Machine(tmp_path, torch=None)
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     tk = numba_machine(m, "11.8.0")
     rounds = doctor_rounds(m, m.env(), hook=True)
     first = checks(rounds[0])
@@ -294,10 +308,10 @@ def test_numba_cuda_on_an_11x_toolkit_moves_to_one_it_supports(tmp_path):
     ends_clean(rounds)
 
 
-def test_numba_cuda_bindings_of_another_major_than_its_libraries(tmp_path):
+def test_numba_cuda_bindings_of_another_major_than_its_libraries(tmp_path, machine_platform):
     """numba-cuda[cu12]'s cuda-bindings 12.9 with the 13.0 toolkit's libnvrtc.so.13 and libnvvm:
     a pair its extras never install; `numba-cuda[cu13]` brings cuda-bindings 13 and the 13.x wheels."""
-    m = Machine(tmp_path, torch=None)
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     numba_machine(m, "13.0.2")
     m.dist("cuda_bindings", "12.9.10")
     rounds = doctor_rounds(m, m.env(), hook=True)
@@ -309,10 +323,10 @@ def test_numba_cuda_bindings_of_another_major_than_its_libraries(tmp_path):
     ends_clean(rounds)
 
 
-def test_numba_cuda_without_nvjitlink_hands_ptx_to_a_driver_too_old_for_it(tmp_path):
+def test_numba_cuda_without_nvjitlink_hands_ptx_to_a_driver_too_old_for_it(tmp_path, machine_platform):
     """NVVM of 12.9 writes PTX 8.8; without libnvJitLink cuda.core links through the driver,
     and a 570 driver (12.8) JITs PTX up to 8.7. nvJitLink of 12.9 makes a cubin instead."""
-    m = Machine(tmp_path, torch=None, driver="570.124.06")
+    m = Machine(tmp_path, platform=machine_platform, torch=None, driver="570.124.06")
     numba_machine(m, "12.9.1")
     rounds = doctor_rounds(m, m.env(), hook=True)
     first = checks(rounds[0])
@@ -326,10 +340,10 @@ def test_numba_cuda_without_nvjitlink_hands_ptx_to_a_driver_too_old_for_it(tmp_p
     assert second["numba-cuda-ptx"]["status"] == "ok", second["numba-cuda-ptx"]
 
 
-def test_numba_cuda_with_an_nvjitlink_wheel_older_than_nvvm(tmp_path):
+def test_numba_cuda_with_an_nvjitlink_wheel_older_than_nvvm(tmp_path, machine_platform):
     """An nvidia-nvjitlink-cu12 12.4 wheel (site-packages wins in cuda-pathfinder) cannot read
     the PTX 8.8 of the 12.9 toolkit's NVVM: the wheel is upgraded."""
-    m = Machine(tmp_path, torch=None)
+    m = Machine(tmp_path, platform=machine_platform, torch=None)
     numba_machine(m, "12.9.1")
     m.dist("nvidia_nvjitlink_cu12", "12.4.127")
     lib = m.site / "nvidia" / "nvjitlink" / "lib"

@@ -10,7 +10,7 @@ import pytest
 from cudaenv import resolver as rs
 from cudaenv.data import load
 from cudaenv.versions import number_key
-from fakemachine import Machine
+from fakemachine import PLATFORMS, Machine
 
 # (id, plan kwargs, minimum, recommended, status, text that a finding must contain)
 CASES = [
@@ -69,19 +69,63 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_plan(case):
-    _, kwargs, minimum, recommended, status, text = case
-    r = rs.recommend(**kwargs)
+# Every case again on aarch64. Where the answer is not the same, aarch64's own row, from
+# cudaenv/data/torch_builds.json: aarch64 knows only the builds read from its wheels (2.11-2.14
+# cu130 and 2.15 cu132, each sm_80 sm_90 sm_100 sm_110 sm_120): no cu118, cu126 or cu128 build.
+# id -> (minimum, recommended, status, text that a finding must contain, text that none may contain)
+AARCH64 = {
+    # No aarch64 cu126 arch list; CUDA 12.6 cannot compile sm_120 at all, so it lacks it all the
+    # same. The way out is the nearest aarch64 build with sm_120 (cu130), not x86_64's cu128.
+    "blackwell-torch126-lacks": ("12.8", "12.8", "error",
+                                 "torch cu126 (aarch64) lacks sm_120: CUDA 12.6 cannot compile kernels for it",
+                                 "whl/cu128"),
+    "torch26-no-sm120-build": ("12.8", "12.8", "error",
+                               "pip install 'torch==2.14.1+cu130' --index-url https://download.pytorch.org/whl/cu130 "
+                               "&& cudaenv install 13.0 && cudaenv local 13.0", "whl/cu128"),
+    # aarch64's builds start at sm_80: none has sm_70 kernels, so no torch to switch to (x86_64's
+    # way out is cu128, which has sm_70).
+    "volta-torch130-impossible": (None, None, "error",
+                                  "no torch build cudaenv knows for aarch64 has kernels for sm_70", "Way out"),
+    "volta-torch130-no-version": (None, None, "error",
+                                  "no torch build cudaenv knows for aarch64 has kernels for sm_70", "Way out"),
+    # The driver fix alone: x86_64's "keep the driver" torch is cu118, which aarch64 has no build of.
+    "torch121-driver520-driver-first": (None, None, "error", "install NVIDIA driver >= 530.30.02", "cu118"),
+}
+assert set(AARCH64) <= {c[0] for c in CASES}
+ROWS = [(platform, c) for c in CASES for platform in PLATFORMS]
+
+
+@pytest.mark.parametrize("platform,case", ROWS, ids=[f"{c[0]}-{platform}" for platform, c in ROWS])
+def test_plan(platform, case):
+    name, kwargs, minimum, recommended, status, text = case
+    absent = None
+    if platform == "aarch64" and name in AARCH64:
+        minimum, recommended, status, text, absent = AARCH64[name]
+    r = rs.recommend(**kwargs, platform=platform)
+    assert r.inputs["platform"] == platform
     assert (r.minimum, r.recommended, r.status) == (minimum, recommended, status), r.findings
     if text:
         assert any(text in f.message or text in (f.fix or "") for f in r.findings), r.findings
+    if absent:
+        assert not any(absent in f.message or absent in (f.fix or "") for f in r.findings), r.findings
     for c in r.constraints:
         assert c.reason and c.source
 
 
-def test_every_constraint_explains_itself():
-    r = rs.recommend(archs=["sm_120"], torch_cuda="13.0", driver="570.124.06", flashinfer="0.6.1")
+def test_same_plan_on_both_platforms_unless_its_torch_builds_differ():
+    """A case without an aarch64 row of its own gives the same findings on both: only torch's
+    builds are per platform."""
+    for name, kwargs, *_ in CASES:
+        if name in AARCH64:
+            continue
+        x86, arm = (rs.recommend(**kwargs, platform=p) for p in PLATFORMS)
+        assert (x86.minimum, x86.recommended, x86.candidates, x86.findings) == \
+            (arm.minimum, arm.recommended, arm.candidates, arm.findings), name
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_every_constraint_explains_itself(platform):
+    r = rs.recommend(archs=["sm_120"], torch_cuda="13.0", driver="570.124.06", flashinfer="0.6.1", platform=platform)
     rules = {c.rule for c in r.constraints}
     assert rules == {"gpu-arch", "torch", "flashinfer", "driver"}
     # The driver runs 12.x only and torch needs 13.x: nothing fits, and the answer says the driver.
@@ -97,25 +141,35 @@ def test_driver_arithmetic():
     assert rs.min_driver("13.0") == "580.65.06"
 
 
-def test_recommended_release_from_probe(tmp_path):
-    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.8.0+cu126")
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_recommended_release_from_probe(tmp_path, platform):
+    m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.8.0+cu126", platform=platform)
     env = m.env()
     from cudaenv.machine import probe
 
     p = probe(python=m.python, env=env)
-    assert p.archs == ["sm_90"] and p.torch_cuda == "12.6"
+    assert p.archs == ["sm_90"] and p.torch_cuda == "12.6" and p.platform == platform
     assert rs.recommended_release(p) == "12.6"
 
 
-def test_cli_json_and_exit_codes(tmp_path):
-    m = Machine(tmp_path, gpus="v100", driver="535.230.02", torch="2.9.0+cu130")
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_cli_json_and_exit_codes(tmp_path, platform):
+    m = Machine(tmp_path, gpus="v100", driver="535.230.02", torch="2.9.0+cu130", platform=platform)
     r = m.cli("resolve", "--python", m.python, "--json")
     assert r.returncode == 2, r.stderr
     data = json.loads(r.stdout)
     assert data["schema"] == "cudaenv.resolve/1"
     assert data["recommended"] is None and data["inputs"]["archs"] == ["sm_70"]
-    # Driver 535 cannot run torch cu130 itself: the driver comes first, a cu128 torch is the way out.
-    assert any("use torch 2.9+cu128" in f["message"] and "cudaenv local 12.8" in f["message"] for f in data["findings"])
+    assert data["inputs"]["platform"] == platform
+    if platform == "x86_64":
+        # Driver 535 cannot run torch cu130 itself: the driver comes first, a cu128 torch is the way out.
+        assert any("use torch 2.9+cu128" in f["message"] and "cudaenv local 12.8" in f["message"]
+                   for f in data["findings"])
+    else:
+        # No aarch64 torch build has sm_70 kernels (cudaenv/data/torch_builds.json: aarch64's start at
+        # sm_80): the driver alone, and no torch to keep it with.
+        assert [f["fix"] for f in data["findings"] if f["rule"] == "impossible"] == ["install NVIDIA driver >= 580.65.06"]
+        assert not any("use torch" in f["message"] or "cu128" in (f["fix"] or "") for f in data["findings"])
     # Planning overrides replace what the machine has.
     r = m.cli("resolve", "--arch", "sm_120", "--torch-cuda", "13.0", "--driver", "580.65.06", "--python", m.python)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -133,8 +187,9 @@ def test_cli_json_and_exit_codes(tmp_path):
     (["--python", "/nonexistent/bin/python"], "--python '/nonexistent/bin/python'"),
     (["--python", "/dev/null"], "--python '/dev/null'"),
 ])
-def test_cli_bad_input_is_one_line(tmp_path, args, needle):
-    m = Machine(tmp_path, gpus=None, torch=None)
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_cli_bad_input_is_one_line(tmp_path, args, needle, platform):
+    m = Machine(tmp_path, gpus=None, torch=None, platform=platform)
     for cmd in ("resolve", "doctor"):
         r = m.cli(cmd, *args)
         assert r.returncode == 64, r.stderr  # EX_USAGE: 1 and 2 are warnings and errors
@@ -145,9 +200,10 @@ def test_cli_bad_input_is_one_line(tmp_path, args, needle):
         assert needle in json.loads(r.stdout)["error"]
 
 
+@pytest.mark.parametrize("platform", PLATFORMS)
 @pytest.mark.parametrize("cmd", ["resolve", "doctor"])
-def test_usage_errors_exit_64(tmp_path, cmd):
-    m = Machine(tmp_path, gpus=None, torch=None)
+def test_usage_errors_exit_64(tmp_path, cmd, platform):
+    m = Machine(tmp_path, gpus=None, torch=None, platform=platform)
     r = m.cli(cmd, "--no-such-option")
     assert r.returncode == 64 and "no such option --no-such-option" in r.stderr and "Traceback" not in r.stderr
     r = m.cli(cmd, "--no-such-option", "--json")
@@ -169,8 +225,9 @@ def test_torch_cuda_spellings():
             check_torch_cuda(bad)
 
 
-def test_unknown_arch_never_prints_placeholder(tmp_path):
-    m = Machine(tmp_path, gpus=None, torch=None)
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_unknown_arch_never_prints_placeholder(tmp_path, platform):
+    m = Machine(tmp_path, gpus=None, torch=None, platform=platform)
     for arch in ("sm_130", "sm_30"):
         r = m.cli("resolve", "--arch", arch)
         assert "999" not in r.stdout and f"{arch} is unknown" in r.stdout
@@ -178,22 +235,26 @@ def test_unknown_arch_never_prints_placeholder(tmp_path):
     assert "rely on PTX" in r.stdout and "pip install -U cudaenv" in r.stdout
 
 
-def test_sm101_renamed():
-    r = rs.recommend(archs=["sm_101"])
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_sm101_renamed(platform):
+    r = rs.recommend(archs=["sm_101"], platform=platform)
     assert "renamed sm_110 in 13.0" in r.constraints[0].reason
 
 
-def test_cli_flashinfer_option(tmp_path):
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_cli_flashinfer_option(tmp_path, platform):
     """--flashinfer plans without FlashInfer installed: 0.6 on sm_120 needs >= 12.9."""
-    m = Machine(tmp_path, gpus=None, torch=None)
+    m = Machine(tmp_path, gpus=None, torch=None, platform=platform)
     r = m.cli("resolve", "--arch", "sm_120", "--flashinfer", "0.6.1", "--torch-cuda", "cu128", "--json")
     data = json.loads(r.stdout)
     assert data["inputs"]["flashinfer"] == "0.6.1" and data["recommended"] == "12.9"
+    assert data["inputs"]["platform"] == platform
     assert data["inputs"]["torch_cuda"] == "12.8"
 
 
-def test_resolve_without_gpu_says_so_and_knows_installed(tmp_path):
-    m = Machine(tmp_path, gpus=None, torch=None)
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_resolve_without_gpu_says_so_and_knows_installed(tmp_path, platform):
+    m = Machine(tmp_path, gpus=None, torch=None, platform=platform)
     m.managed_toolkit("13.0.2")
     r = m.cli("resolve", "--driver", "580.65.06")
     assert "no NVIDIA GPU or driver found (nvidia-smi not on PATH" in r.stdout
@@ -202,12 +263,13 @@ def test_resolve_without_gpu_says_so_and_knows_installed(tmp_path):
     assert "cudaenv install 13.0" not in r.stdout
 
 
-def test_torch_gate_applies_the_installed_torch_only_to_its_own_build(tmp_path):
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_torch_gate_applies_the_installed_torch_only_to_its_own_build(tmp_path, platform):
     """The installed torch's version counts only when the torch resolved for is that torch:
     --torch-cuda of another build resolves without it, in the resolver and the doctor alike."""
     from cudaenv import diagnostics, machine
 
-    m = Machine(tmp_path, torch="2.9.0+cu130")
+    m = Machine(tmp_path, torch="2.9.0+cu130", platform=platform)
     env = m.env()
     own = machine.probe(python=m.python, env=env)
     other = machine.probe(python=m.python, env=env, torch_cuda="cu128")
@@ -230,17 +292,18 @@ def _every_driver():
 
 @pytest.mark.parametrize("archs,torch_cuda", [(["sm_80"], None), (["sm_120"], None), (["sm_89"], "11.8"),
                                               (["sm_90"], "12.8"), (["sm_120"], "13.0"), (["sm_90"], "13.4"), ([], None)])
-def test_driver_fixes_are_newer_and_do_not_come_back(archs, torch_cuda):
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_driver_fixes_are_newer_and_do_not_come_back(archs, torch_cuda, platform):
     """Every driver of NVIDIA's table: a printed driver fix names a driver newer than the one
     there, is never a placeholder, and with that driver installed the finding is gone."""
     for driver in _every_driver():
-        r = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=driver)
+        r = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=driver, platform=platform)
         for f in r.findings:
             assert "release driver" not in (f.fix or ""), f
         for f in _driver_fixes(r):
             need = f.fix.split(">= ")[1]
             assert number_key(need) > number_key(driver), (driver, f)
-            again = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=need)
+            again = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=need, platform=platform)
             assert f.rule not in {g.rule for g in _driver_fixes(again) if g.fix == f.fix}, (driver, f, again.findings)
 
 
@@ -314,6 +377,34 @@ def test_platform_option(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["inputs"]["platform"] == "aarch64", r.stdout
     r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", "ppc64le")
     assert r.returncode == 64 and "invalid --platform 'ppc64le': allowed are x86_64, aarch64" in r.stderr
+
+
+@pytest.mark.parametrize("value,platform", [("x86_64", "x86_64"), ("aarch64", "aarch64"), ("AMD64", "x86_64"),
+                                            ("arm64", "aarch64")])
+def test_machine_variable_is_the_platform_resolve_and_doctor_plan_for(tmp_path, value, platform):
+    """CUDAENV_MACHINE stands in for uname -m (and its aliases); --platform still beats it."""
+    m = Machine(tmp_path, gpus=None, torch=None)
+    env = m.env(CUDAENV_MACHINE=value)
+    for cmd in ("resolve", "doctor"):
+        r = m.cli(cmd, "--arch", "sm_110", "--torch-cuda", "13.2", "--json", env=env)
+        data = json.loads(r.stdout)
+        assert (data["inputs"] if cmd == "resolve" else data["probe"])["platform"] == platform, r.stdout
+    other = next(p for p in PLATFORMS if p != platform)
+    r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", other, "--json", env=env)
+    assert json.loads(r.stdout)["inputs"]["platform"] == other
+
+
+@pytest.mark.parametrize("value", ["ppc64le", "sbsa", "linux-aarch64", "x86-64"])
+def test_machine_variable_of_another_machine_is_one_line_and_64(tmp_path, value):
+    m = Machine(tmp_path, gpus=None, torch=None)
+    env = m.env(CUDAENV_MACHINE=value)
+    message = f"invalid CUDAENV_MACHINE {value!r}: allowed are x86_64, aarch64, amd64, arm64"
+    for cmd in ("resolve", "doctor"):
+        r = m.cli(cmd, env=env)
+        assert r.returncode == 64 and r.stderr == f"cudaenv: {message}\n" and r.stdout == "", r.stderr
+        r = m.cli(cmd, "--json", env=env)
+        assert r.returncode == 64 and json.loads(r.stdout) == {"schema": "cudaenv.error/1", "status": "usage",
+                                                               "exit_code": 64, "error": message}
 
 
 def test_doc_tables_are_generated_from_the_tool():
