@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from .data import load, version_key
-from .versions import major_of
+from .versions import major_minor, major_of
 
 def cupy_data() -> dict:
     return load("consumers.json")["cupy"]
@@ -143,4 +143,4 @@ def ptx_isa(release: str | None) -> str | None:
     if not release:
         return None
     table = load("consumers.json")["ptx_isa"]["by_release"]
-    return table.get(".".join(release.split(".")[:2]))
+    return table.get(major_minor(release))
