@@ -233,6 +233,23 @@ class Context:
     def is_managed(self, root: str | None) -> bool:
         return any(_real(tk_root) == _real(root) for tk_root, _ in self.managed)
 
+    @cached_property
+    def loader_env(self) -> Mapping[str, str]:
+        """The environment the target Python's own dynamic loader has, which the libraries it
+        loads in its own process follow (cuda-pathfinder's, for numba-cuda and cupy): `env`,
+        except where doctor runs under a bound venv's interpreter that is the target (its
+        CUDAENV_BOUND_VENV) and whose binding set LD_LIBRARY_PATH when it started, after glibc
+        had read it (venvstart.LD_AT_START keeps the value that loader has)."""
+        from . import venvstart
+
+        at_start, bound, py = self.env.get(venvstart.LD_AT_START), self.env.get(venvstart.MARKER), self.probe.python
+        if at_start is None or not bound or not py or _real(os.path.dirname(os.path.dirname(py.executable))) != _real(bound):
+            return self.env
+        env = {k: v for k, v in self.env.items() if k != "LD_LIBRARY_PATH"}
+        if at_start:
+            env["LD_LIBRARY_PATH"] = at_start
+        return env
+
     def installed(self, release: str) -> bool:
         return any(major_minor(rel) == release and _has_headers(tk_root) for tk_root, rel in self.managed)
 
@@ -272,7 +289,7 @@ class Context:
 
     @property
     def install_with(self) -> str:
-        """` --with nvrtc` when a library consumer here needs libnvrtc (numba-cuda): the minimal
+        """` --with nvrtc` when a library consumer here needs libnvrtc (numba-cuda, cupy): the minimal
         profile leaves it out, and a switch to a toolkit without it would leave that consumer broken."""
         need = sorted({lib for c in _library_users(self).values() for lib in c.get("requires", ())})
         return "".join(f" --with {lib}" for lib in need)
@@ -796,20 +813,37 @@ def library_consumers(ctx: Context) -> Findings:
     sites = py.site_packages if py else []
     rel = major_minor(ctx.selected_release) if ctx.selected_release and ctx.selected_release != "unknown" else None
     libs = sorted({lib for c in users.values() for lib in c["loads"]})
+    # The loads happen in the target Python's own process: its loader's environment.
+    lenv = ctx.loader_env
     for lib in libs:
         who = " and ".join(n for n, c in users.items() if lib in c["loads"])
-        path, step = libsearch.pathfinder_find(lib, ctx.env, sites)
+        path, step = libsearch.pathfinder_find(lib, lenv, sites)
         needed = [n for n, c in users.items() if lib in c.get("requires", ())]
         if path is None:
-            if needed:
-                symptom = users[needed[0]].get("symptom", "")
-                fix = f"cudaenv install {rel} --with {lib}" if rel and ctx.is_managed(root) else None
-                if "numba-cuda" in needed and rel and not _numba_supports(ctx, rel):
-                    # cuda-pathfinder loads libnvrtc.so.13 or .so.12 only: an 11.x nvrtc is no way out.
-                    fix = _numba_toolkit_fix(ctx)
-                yield ctx.finding(f"lib-{lib}", "error", f"{' and '.join(needed)} needs lib{lib} and none is found",
-                                  f"the selected toolkit {root} has no lib{lib} (the minimal profile leaves it out), "
-                                  f"and no wheel, conda or loader directory provides it; it fails with {symptom}.", fix)
+            if not needed:
+                continue
+            symptom = users[needed[0]].get("symptom", "")
+            own = libsearch.in_toolkit(lib, root)
+            if own:
+                # The toolkit has it; the search never looks there (the shims set no variable).
+                home = lenv.get("CUDA_PATH") or lenv.get("CUDA_HOME")
+                yield ctx.finding(f"lib-{lib}", "error", f"{' and '.join(needed)} need{'s' if len(needed) == 1 else ''} "
+                                  f"lib{lib}, and cuda-pathfinder "
+                                  f"does not look in the selected toolkit, which has it ({own})",
+                                  "cuda-pathfinder looks in a toolkit only through CUDA_PATH or CUDA_HOME, "
+                                  + (f"which name {home} here" if home else "and neither is set here (the shims "
+                                     "apply the selection to the toolkit's programs, not to a library search)")
+                                  + f", and no wheel, conda or loader directory provides it; it fails with {symptom}.",
+                                  _apply_fix())
+                continue
+            fix = f"cudaenv install {rel} --with {lib}" if rel and ctx.is_managed(root) else None
+            if "numba-cuda" in needed and rel and not _numba_supports(ctx, rel):
+                # cuda-pathfinder loads libnvrtc.so.13 or .so.12 only: an 11.x nvrtc is no way out.
+                fix = _numba_toolkit_fix(ctx)
+            yield ctx.finding(f"lib-{lib}", "error", f"{' and '.join(needed)} need{'s' if len(needed) == 1 else ''} "
+                              f"lib{lib} and none is found",
+                              f"the selected toolkit {root} has no lib{lib} (the minimal profile leaves it out), "
+                              f"and no wheel, conda or loader directory provides it; it fails with {symptom}.", fix)
             continue
         if step == "site-packages":
             yield ctx.finding(f"lib-{lib}", "ok", f"{who} load {path} from the Python environment's NVIDIA wheel "
@@ -817,7 +851,24 @@ def library_consumers(ctx: Context) -> Findings:
         elif libsearch.inside(path, root):
             yield ctx.finding(f"lib-{lib}", "ok", f"{who} load lib{lib} from the selected toolkit ({path}, {step})")
         else:
-            ld = step == "system-search" and not any(libsearch.inside(d, root) for d in libsearch.ld_library_path(ctx.env))
+            lib_dir = os.path.join(root, "lib64") if os.path.isdir(os.path.join(root, "lib64")) else os.path.join(root, "lib")
+            if lenv is not ctx.env:
+                child, _ = libsearch.pathfinder_find(lib, ctx.env, sites)
+                if child and libsearch.inside(child, root):
+                    # CUDAENV_LD_LIBRARY_PATH=1 in a bound venv: right for its children, not for itself.
+                    keep = libsearch.ld_library_path(lenv)
+                    yield ctx.finding(f"lib-{lib}", "warn", f"{who} load {path} in this Python itself, not lib{lib} "
+                                      f"of the selected toolkit {root}",
+                                      "the venv binding set LD_LIBRARY_PATH when the interpreter started, after its "
+                                      "dynamic loader had read it (glibc reads it once, when a program is executed): "
+                                      "the processes it starts load the selected toolkit's, but in the interpreter "
+                                      "itself cuda-pathfinder's dlopen finds this one (the loader's configuration) "
+                                      "before CUDA_PATH. Give the interpreter LD_LIBRARY_PATH where it is started "
+                                      "(an IDE's run configuration, a kernel spec's env, a unit's Environment=; "
+                                      "`cudaenv env --format systemd` prints it).",
+                                      f"export LD_LIBRARY_PATH={shlex.quote(':'.join([lib_dir] + keep))}")
+                    continue
+            ld = step == "system-search" and not any(libsearch.inside(d, root) for d in libsearch.ld_library_path(lenv))
             why = {"system-search": "the dynamic loader finds it first (LD_LIBRARY_PATH or /etc/ld.so.conf), "
                                     "before cuda-pathfinder looks at CUDA_PATH",
                    "conda": "cuda-pathfinder takes $CONDA_PREFIX before CUDA_PATH",
@@ -825,7 +876,6 @@ def library_consumers(ctx: Context) -> Findings:
                    "system-ctk-root": "cuda-pathfinder falls back to the toolkit of the libcudart the loader finds"}[step]
             extra = ""
             if ld and sites:
-                lib_dir = os.path.join(root, "lib64") if os.path.isdir(os.path.join(root, "lib64")) else os.path.join(root, "lib")
                 shadow = libsearch.shadowed_by_ld_path(sites, {"LD_LIBRARY_PATH": lib_dir})
                 if shadow:
                     extra = (f" Putting {lib_dir} on LD_LIBRARY_PATH also puts it before torch's own "
@@ -840,7 +890,7 @@ def library_consumers(ctx: Context) -> Findings:
         # _library_users found it by this name: every CuPy distribution is reported as "cupy".
         version = py.packages["cupy"].version if py and "cupy" in py.packages else nc.cupy_data()["checked_up_to"]
         lookup = nc.cupy_nvcc_lookup(version)
-        nvcc, step = libsearch.cupy_nvcc(lookup, ctx.env, sites, default_root(ctx.env))
+        nvcc, step = libsearch.cupy_nvcc(lookup, lenv, sites, default_root(ctx.env))
         shim = nvcc and libsearch.inside(nvcc, str(store.shims_dir(ctx.env)))
         if nvcc and not shim and not libsearch.inside(nvcc, root) and step != "site-packages":
             how = ", then ".join(lookup)
@@ -968,7 +1018,7 @@ def numba_cuda_checks(ctx: Context) -> Findings:
     sites = py.site_packages
     loaded: dict[str, tuple[str, str, str | None, int | None]] = {}
     for lib in ("nvvm", "nvrtc"):
-        path, step = libsearch.pathfinder_find(lib, ctx.env, sites)
+        path, step = libsearch.pathfinder_find(lib, ctx.loader_env, sites)
         if path:
             loaded[lib] = (path, step, *_lib_release(ctx, path))
     bad = [(lib, v) for lib, v in loaded.items() if v[3] is not None and v[3] not in majors]
@@ -1013,7 +1063,7 @@ def _numba_ptx(ctx: Context, nvvm) -> Findings:
     py = ctx.probe.python
     if not isa or not py:
         return
-    path, step = libsearch.pathfinder_find("nvJitLink", ctx.env, py.site_packages)
+    path, step = libsearch.pathfinder_find("nvJitLink", ctx.loader_env, py.site_packages)
     what = f"the PTX {isa} numba-cuda's NVVM ({rel}) writes"
     if path:
         link_rel, link_major = _lib_release(ctx, path)

@@ -126,6 +126,13 @@ def pathfinder_find(name: str, env=None, site_packages=()) -> tuple[str | None, 
     return None, "not found"
 
 
+def in_toolkit(name: str, root: str) -> str | None:
+    """Where toolkit `root` has library `name`, in the directories cuda-pathfinder looks in
+    under CUDA_PATH, or None."""
+    spec = libraries()["pathfinder"][name]
+    return _under(root, spec["anchors"], spec["sonames"])
+
+
 def pathfinder_nvcc(env=None, site_packages=()) -> tuple[str | None, str]:
     """(path, step) of the nvcc cuda-pathfinder's find_nvidia_binary_utility("nvcc") returns
     (cupy compiles with it): wheels, $CONDA_PREFIX/bin, CUDA_PATH or CUDA_HOME, then the root of

@@ -30,6 +30,10 @@ RECORD_NAME = "cudaenv-binding.cfg"
 PTH_NAME = "cudaenv-binding.pth"
 STUB_MODULE = "_cudaenv_binding"
 MARKER = "CUDAENV_BOUND_VENV"  # set in the bound Python's environment: the venv it is bound through
+# Set where the binding changed LD_LIBRARY_PATH (CUDAENV_LD_LIBRARY_PATH=1): the value the
+# interpreter started with, which is all its own dynamic loader ever reads (glibc reads it once,
+# when a program is executed); the doctor judges the interpreter's own library loads by it.
+LD_AT_START = "CUDAENV_LD_AT_START"
 FORMAT = "cudaenv-binding 1"
 RECORD_LIMIT = 64 * 1024
 MEMO_LIMIT = 8  # answers of activation kept per record (a unit, an IDE, a terminal...)
@@ -186,8 +190,13 @@ def _variables(root: str, path: str, record: Record) -> dict[str, str]:
 def apply(root: str, path: str, record: Record) -> None:
     """Apply toolkit `root` to this process, so it and every child it starts use it.
     A child that runs cudaenv (a unit has no CUDAENV_ROOT) finds the same store."""
+    before = os.environ.get("LD_LIBRARY_PATH")
     os.environ.update(_variables(root, path, record))
     os.environ[MARKER] = os.path.dirname(path)
+    if os.environ.get("LD_LIBRARY_PATH") != before:
+        os.environ[LD_AT_START] = before or ""
+    else:
+        os.environ.pop(LD_AT_START, None)
     os.environ.setdefault("CUDAENV_ROOT", record.get("store"))
 
 

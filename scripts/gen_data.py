@@ -537,16 +537,22 @@ LIBRARY_CONSUMERS = {
     },
     "numba-cuda": {
         "distributions": ["numba-cuda"],
-        "loads": ["nvvm", "nvrtc"],
+        "loads": ["nvvm", "nvrtc", "cudart"],
         "requires": ["nvrtc"],
         "symptom": 'Failure finding "libnvrtc.so.13 or libnvrtc.so.12"',
-        "source": "numba_cuda/numba/cuda/cudadrv/libs.py: cuda.pathfinder.load_nvidia_dynamic_lib",
+        "source": "numba_cuda/numba/cuda/cudadrv/libs.py: cuda.pathfinder.load_nvidia_dynamic_lib; libcudart "
+                  "at import of numba.cuda.cudadrv.driver, through cuda-bindings' cuda/bindings/_internal/runtime_ptds "
+                  "(numba-cuda 0.30.4, cuda-bindings 13.5.0; traced by tests/buildmodes.py)",
     },
     "cupy": {
         "distributions": ["cupy-cuda13x", "cupy-cuda12x", "cupy"],
         "loads": ["nvrtc", "cudart"],
+        "requires": ["nvrtc"],
+        "symptom": 'Failure finding "libnvrtc.so.13 or libnvrtc.so.12"',
         "nvcc": "pathfinder",
-        "source": "cupy/_environment.py: get_nvcc_path through cuda.pathfinder.find_nvidia_binary_utility",
+        "source": "cupy/_environment.py: get_nvcc_path through cuda.pathfinder.find_nvidia_binary_utility; "
+                  "cupy_backends/cuda/libs/_cnvrtc.pxi: every kernel is compiled by NVRTC, loaded through "
+                  "cuda.pathfinder.load_nvidia_dynamic_lib (cupy_backends/cuda/libs/__init__.py)",
     },
     "meson": {
         "distributions": ["meson"],

@@ -16,7 +16,12 @@ Consumers (CONSUMERS): torch's cpp_extension load() and setup.py, FlashInfer's J
 in tests/data/buildmodes/site that follow those packages' own lookup and build lines, see
 their docstrings; installed in the world's python3 and in the venv with a .pth, so that
 doctor's isolated probe of those interpreters sees them too), CMake in tree and with an
-out-of-tree -B directory, and meson.
+out-of-tree -B directory, and meson. Then the library consumers (LIBRARY_CONSUMERS), real
+packages from PyPI installed once into the shared directory and seen by both interpreters
+through a .pth: cuda-pathfinder loading libnvrtc and libnvvm, numba-cuda compiling a kernel
+to PTX (NVVM, libdevice), CuPy compiling one with NVRTC, and Triton compiling one to a cubin
+(its ptxas). For those, every process's opens of libnvrtc, libnvvm, libdevice and libcudart
+count, and every ptxas run: the toolkit's (selected, global, other) or Triton's own.
 
     python tests/buildmodes.py            # print the matrix (Markdown)
     python tests/buildmodes.py --write    # regenerate docs/build-modes.md
@@ -55,7 +60,19 @@ CONSUMERS = {
     "CMake in tree": "cmake -S . -B build-cmake -G Ninja && cmake --build build-cmake",
     "CMake -B elsewhere": "cmake -S . -B \"$OUT/cmake\" -G Ninja && cmake --build \"$OUT/cmake\"",
     "meson": "meson setup build-meson && meson compile -C build-meson",
+    # The library consumers: the project's scripts (tests/data/buildmodes/src), run by python3.
+    "cuda-pathfinder": "python3 -c \"import runpy; runpy.run_path('pathfinder_load.py')\"",
+    "numba-cuda": "python3 -c \"import runpy; runpy.run_path('numba_ptx.py')\"",
+    "cupy-cuda13x": "python3 -c \"import runpy; runpy.run_path('cupy_nvrtc.py')\"",
+    "triton": "python3 -c \"import runpy; runpy.run_path('triton_compile.py')\"",
 }
+# Consumers that load the toolkit's libraries (or run its ptxas) in their own process rather
+# than run nvcc: each library is traced in every process, and the result names where each came from.
+LIBRARY_CONSUMERS = ("cuda-pathfinder", "numba-cuda", "cupy-cuda13x", "triton")
+# Those that need libnvrtc in the toolkit (cudaenv's minimal profile leaves it out).
+NEEDS_NVRTC = ("cuda-pathfinder", "numba-cuda", "cupy-cuda13x")
+# The releases installed from PyPI for them: the page is about these.
+PY_LIBS = ("cuda-pathfinder==1.9.1", "numba-cuda==0.30.4", "cupy-cuda13x==14.2.0", "triton==3.9.0")
 # Where each consumer compiles, for the page.
 BUILD_DIRS = {
     "torch load()": "~/.cache/torch_extensions/py311_cu130/standin",
@@ -64,6 +81,10 @@ BUILD_DIRS = {
     "CMake in tree": "./build-cmake",
     "CMake -B elsewhere": "/elsewhere/cmake",
     "meson": "./build-meson",
+    "cuda-pathfinder": "loads only",
+    "numba-cuda": "in memory",
+    "cupy-cuda13x": "in memory",
+    "triton": "~/.triton/cache",
 }
 # The doctor checks that judge each consumer (meson has none of doctor's yet).
 JUDGES = {
@@ -73,7 +94,18 @@ JUDGES = {
     "CMake in tree": ("cmake-finds",),
     "CMake -B elsewhere": ("cmake-finds",),
     "meson": (),
+    "cuda-pathfinder": ("lib-nvrtc", "lib-nvvm"),
+    "numba-cuda": ("lib-nvrtc", "lib-nvvm", "lib-cudart", "numba-cuda"),
+    "cupy-cuda13x": ("lib-nvrtc", "cupy-cuda"),
+    "triton": ("triton-ptxas", "triton-ptxas-env"),
 }
+# The arch doctor plans for (`--arch`): what every library consumer here compiles for. Triton's
+# checks judge its ptxas per GPU arch, and there is no GPU.
+ARCH = "sm_90"
+# A result that is not the selected toolkit's but is the consumer's own choice, by its design:
+# Triton runs the ptxas (and reads the libdevice) bundled in its wheel unless
+# TRITON_PTXAS_BLACKWELL_PATH names another; cudaenv sets none of those.
+TRITON_OWN = "Triton's own (its bundled ptxas and libdevice)"
 
 
 def real_toolkit() -> Path | None:
@@ -109,6 +141,43 @@ def cmake_missing(toolkit: Path) -> str | None:
         return None
     return (f"{toolkit} has no stubs/libcuda.so and there is no driver's libcuda, which CMake's CUDA::cuda_driver "
             "needs (scripts/ci_toolkit.sh installs a toolkit that has the stub)")
+
+
+def toolkit_with_nvrtc(real: Path, shared: Path) -> tuple[Path, str | None]:
+    """The project's toolkit: the real one with libnvrtc added as a user adds it, `cudaenv
+    install 13.0.3 --with nvrtc` (its minimal profile leaves nvrtc out), in a store of its own in
+    `shared`, into which the real toolkit's files are hard-linked first: only the nvrtc archive is
+    fetched, and cudaenv replaces trees, never writes into their files, so the real store is
+    untouched. (root, None), or (the real toolkit, why not) where that cannot be done (no package
+    index, or a toolkit that cudaenv did not install): the consumers that need libnvrtc do not run."""
+    store = shared / "nvrtc-store"
+    dest = store / "versions" / "13.0.3"
+    if list(dest.glob("lib*/libnvrtc.so*")):
+        return dest, None
+    real = real.resolve()
+    try:
+        receipt = json.loads((real / ".cudaenv-receipt.json").read_text())
+    except (OSError, ValueError):
+        return real, f"{real} is not a toolkit cudaenv installed, so `cudaenv install --with nvrtc` cannot add to it"
+    shutil.rmtree(store, ignore_errors=True)
+    dest.parent.mkdir(parents=True)
+
+    def link(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(real, dest, copy_function=link, symlinks=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDAENV_")}
+    env.update(CUDAENV_ROOT=str(store), CUDAENV_CACHE_DIR=str(shared / "nvrtc-downloads"), CUDAENV_SYSTEM_SEARCH="",
+               PYTHONPATH=str(REPO))
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.3", "--with", "nvrtc", "--quiet",
+                        "--source", receipt.get("source", "pypi")], env=env, capture_output=True, text=True, timeout=900)
+    shutil.rmtree(shared / "nvrtc-downloads", ignore_errors=True)
+    if p.returncode != 0 or not list(dest.glob("lib*/libnvrtc.so*")):
+        return real, f"cudaenv install 13.0.3 --with nvrtc failed: {(p.stdout + p.stderr).strip().splitlines()[-1:]}"
+    return dest, None
 
 
 def second_toolkit(real: Path, dest: Path) -> Path:
@@ -158,6 +227,9 @@ class World:
     meson: str | None = None  # why meson cannot run, or None
     cmake: str | None = None  # why the CMake consumers cannot link, or None
     venv: Path | None = None  # the project's .venv, bound to it (made by the first venv-mode command)
+    pylibs: Path | None = None  # the library consumers from PyPI (PY_LIBS), shared by both interpreters
+    pylibs_missing: str | None = None  # why they are not installed, or None
+    nvrtc_missing: str | None = None  # why the selected toolkit has no libnvrtc, or None
 
 
 def cli(tmp: Path) -> Path:
@@ -172,17 +244,21 @@ def cli(tmp: Path) -> Path:
     return d
 
 
-def python_env(dest: Path) -> Path:
+def python_env(dest: Path, pylibs: Path | None = None) -> Path:
     """A real venv at `dest` with the stand-ins installed (a .pth that names
     tests/data/buildmodes/site, which is how an editable install is found too): torch and
     FlashInfer are there for every start of its python, as for doctor's isolated probe of it,
-    which reads no PYTHONPATH. Its python, or the python it already was."""
+    which reads no PYTHONPATH. `pylibs`, the library consumers' directory, is added as a site
+    directory (site.addsitedir, so that its own .pth files run too: numba-cuda's makes
+    `numba.cuda` its package). Its python, or the python it already was."""
     python = dest / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(dest)], check=True, capture_output=True)
         site = subprocess.run([str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                               check=True, capture_output=True, text=True).stdout.strip()
         Path(site, "buildmodes-standins.pth").write_text(f"{DATA / 'site'}\n")
+        if pylibs is not None:
+            Path(site, "buildmodes-pylibs.pth").write_text(f"import site; site.addsitedir({str(pylibs)!r})\n")
     return python
 
 
@@ -195,21 +271,39 @@ def install_meson(dest: Path) -> str | None:
     return None if p.returncode == 0 else f"pip install meson failed: {p.stderr.strip().splitlines()[-1:]}"
 
 
+def install_py_libs(dest: Path) -> str | None:
+    """The library consumers (PY_LIBS) from PyPI into `dest` (once); None when they are there,
+    else why not. No NVIDIA library wheel comes with them (numba-cuda without its [cu13] extra,
+    cupy without [ctk]): cuda-pathfinder would take those before any toolkit."""
+    if (dest / ".complete").exists():
+        return None
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(dest), *PY_LIBS],
+                       capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        return f"pip install {' '.join(PY_LIBS)} failed: {p.stderr.strip().splitlines()[-1:]}"
+    (dest / ".complete").write_text("")
+    return None
+
+
 def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> World:
-    """`shared` holds what every world can reuse (the second toolkit, meson)."""
+    """`shared` holds what every world can reuse (the project's toolkit with libnvrtc added,
+    the second toolkit, meson, the library consumers)."""
     real = real_toolkit()
     assert real is not None
-    other = second_toolkit(real, shared / "system-cuda-13.0")
+    selected, nvrtc_missing = toolkit_with_nvrtc(real, shared)
+    other = second_toolkit(selected, shared / "system-cuda-13.0")
     meson_dir = shared / "meson"
     meson_missing = install_meson(meson_dir)
+    pylibs = shared / "pylibs"
+    pylibs_missing = install_py_libs(pylibs)
     root = tmp / "root"
     (root / "versions").mkdir(parents=True)
-    os.symlink(real.resolve(), root / "versions" / "13.0.3")
+    os.symlink(selected, root / "versions" / "13.0.3")
     home, project, out = tmp / "home", tmp / "proj", tmp / "elsewhere"
     for d in (home, project, out):
         d.mkdir()
-    for name in ("main.cpp", "kern.cu", "CMakeLists.txt", "meson.build"):
-        shutil.copy(DATA / "src" / name, project / name)
+    for src in sorted((DATA / "src").iterdir()):
+        shutil.copy(src, project / src.name)
     (project / ".cuda-version").write_text("13.0.3\n")
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
@@ -219,7 +313,7 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
     meson_exe.chmod(0o755)
     # The machine's python3, with torch and FlashInfer installed: the builds' `python3` and
     # what doctor probes in the hook, shims and exec modes.
-    machine_python = python_env(tmp / "python")
+    machine_python = python_env(tmp / "python", pylibs)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("CUDAENV_") and k not in ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX",
                                                          "CONDA_PREFIX", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
@@ -245,8 +339,8 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
                    capture_output=True)
     init = subprocess.run(run + ["init", "-", "bash"], env=env, check=True, capture_output=True, text=True).stdout
     (home / ".bashrc").write_text(init)
-    return World(tmp, root, project, home, out, real.resolve(), other.resolve(), env, meson_missing,
-                 cmake_missing(real))
+    return World(tmp, root, project, home, out, selected.resolve(), other.resolve(), env, meson_missing,
+                 cmake_missing(selected), pylibs=pylibs, pylibs_missing=pylibs_missing, nvrtc_missing=nvrtc_missing)
 
 
 def bound_venv(world: World) -> Path:
@@ -255,7 +349,7 @@ def bound_venv(world: World) -> Path:
     per world. Its python."""
     if world.venv is None:
         venv = world.project / ".venv"
-        python_env(venv)
+        python_env(venv, world.pylibs)
         p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=world.env, cwd=world.project,
                            capture_output=True, text=True)
         assert p.returncode == 0, p.stdout + p.stderr
@@ -277,9 +371,10 @@ def venv_entry(python: Path, project: Path, command: str) -> list[str]:
     return [str(python), "-c", code, str(project), command]
 
 
-def mode_command(world: World, mode: str, command: str) -> tuple[list[str], dict] | None:
-    """argv and environment that run `command` for the project in `mode` (None: no such mode here)."""
-    env = dict(world.env)
+def mode_command(world: World, mode: str, command: str, extra: dict | None = None) -> tuple[list[str], dict] | None:
+    """argv and environment that run `command` for the project in `mode` (None: no such mode
+    here); `extra` is set in the environment the mode starts from (a user's settings)."""
+    env = dict(world.env, **(extra or {}))
     if mode == "hook":
         # An interactive bash started in $HOME: ~/.bashrc loads the hook there, then the
         # command changes into the project. No prompt is ever shown.
@@ -309,12 +404,18 @@ class Traced:
     headers: set = field(default_factory=set)
     libs: set = field(default_factory=set)
     files: dict = field(default_factory=dict)  # label -> one example path
+    # A library consumer's loads and ptxas runs: name ("libnvvm", "ptxas") -> the labels of its files.
+    loaded: dict = field(default_factory=dict)
+    ptxas: set = field(default_factory=set)  # the ptxas programs a library consumer ran
 
 
 _EXECVE = re.compile(r'^execve\("([^"]+)".*\)\s+=\s+0$')
 _OPENAT = re.compile(r'^openat\([^,]+, "([^"]+)".*\)\s+=\s+\d+')
 _HEADERS = ("cuda_runtime_api.h", "cuda_runtime.h", "cuda.h")
 _LIBS = re.compile(r"/lib(cudart|cuda)\.so[.\d]*$|/libcudart_static\.a$")
+# What a library consumer loads from a toolkit (libnvrtc-builtins is libnvrtc's own): named
+# by the library. ptxas runs are counted by their execve.
+_LOADED = re.compile(r"/(libnvrtc|libnvvm|libcudart)(?:-builtins)?(?:\.alt)?\.so[.\d]*$|/(libdevice)[.\d]*\.bc$")
 # The programs whose opens are the build's: compilers and linkers. A configure step that
 # only looks (meson reads each /usr/local/cuda-*'s cuda_runtime_api.h for its version) is not.
 _COMPILERS = {"nvcc", "cudafe++", "cicc", "ptxas", "fatbinary", "nvlink", "cc1plus", "cc1", "as", "ld", "ld.bfd",
@@ -326,13 +427,19 @@ def label(world: World, path: str) -> str | None:
     for name, root in (("selected", world.selected), ("global", world.other)):
         if real.startswith(str(root) + "/"):
             return name
+    if world.pylibs is not None and real.startswith(str(world.pylibs.resolve()) + "/"):
+        # What a package brings: Triton's bundled ptxas and libdevice, or an NVIDIA wheel.
+        return "triton" if real.startswith(str(world.pylibs.resolve() / "triton") + "/") else "wheel"
     if re.search(r"/cuda[^/]*/", real) and not real.startswith(str(world.root) + "/shims"):
         return "other"
     return None
 
 
-def run_traced(world: World, mode: str, command: str) -> Traced | None:
-    spec = mode_command(world, mode, command)
+def run_traced(world: World, mode: str, command: str, library: bool = False, extra: dict | None = None) -> Traced | None:
+    """`command` run in `mode` under strace. A build's nvcc, headers and libraries count where
+    its compilers and linkers open them; with `library` (a library consumer), the libraries any
+    of its processes loads (_LOADED) and every ptxas that runs."""
+    spec = mode_command(world, mode, command, extra)
     if spec is None:
         return None
     argv, env = spec
@@ -350,12 +457,21 @@ def run_traced(world: World, mode: str, command: str) -> Traced | None:
             m = _EXECVE.match(line)
             if m:
                 exe = os.path.basename(m.group(1))
-                lab = label(world, m.group(1)) if exe == "nvcc" else None
+                lab = label(world, m.group(1)) if exe == "nvcc" or (library and exe.startswith("ptxas")) else None
                 if lab:
-                    t.nvcc.add(lab)
+                    (t.nvcc if exe == "nvcc" else t.loaded.setdefault("ptxas", set())).add(lab)
                     t.files.setdefault(lab, m.group(1))
+                    if exe != "nvcc":
+                        t.ptxas.add(m.group(1))
                 continue
             m = _OPENAT.match(line)
+            if m and library:
+                lib = _LOADED.search(m.group(1))
+                lab = label(world, m.group(1)) if lib else None
+                if lib and lab:
+                    t.loaded.setdefault(lib.group(1) or lib.group(2), set()).add(lab)
+                    t.files.setdefault(lab, m.group(1))
+                continue
             if not m or exe not in _COMPILERS:
                 continue
             path = m.group(1)
@@ -369,8 +485,23 @@ def run_traced(world: World, mode: str, command: str) -> Traced | None:
     return t
 
 
-def outcome(t: Traced) -> str:
-    """What happened, in the page's words: "selected", "stopped by cudaenv", "WRONG ...", "failed ..."."""
+def outcome(t: Traced, library: bool = False) -> str:
+    """What happened, in the page's words: "selected", "stopped by cudaenv", "WRONG ...", "failed ...";
+    for a library consumer, "selected", TRITON_OWN, "mixed: ..." (which library came from which
+    toolkit) or "failed ..."."""
+    if library and t.returncode == 0:
+        labels = set().union(*t.loaded.values()) if t.loaded else set()
+        if labels == {"selected"}:
+            return "selected"
+        if labels == {"triton"}:
+            return TRITON_OWN
+        if not labels:
+            return "WRONG: no toolkit's library was loaded"
+        words = {"selected": "selected", "global": "the global toolkit", "other": "another toolkit",
+                 "wheel": "a wheel", "triton": "Triton's own"}
+        by = {lab: sorted(n for n, labs in t.loaded.items() if lab in labs) for lab in words if lab in labels}
+        return ("mixed: " if "selected" in labels else "not the selection's: ") + \
+            "; ".join(f"{', '.join(names)} {words[lab]}" for lab, names in by.items())
     used = t.nvcc | t.headers | t.libs
     if t.returncode == 0:
         if used == {"selected"} and t.nvcc == {"selected"}:
@@ -380,7 +511,12 @@ def outcome(t: Traced) -> str:
     if re.search(r"^cudaenv: ", t.output, re.M):
         return "stopped by cudaenv"
     last = [ln for ln in t.output.splitlines() if re.search(r"error|Error|cannot|not found", ln)]
-    return f"failed: {(last[0] if last else t.output.strip().splitlines()[-1:] or ['?'])[0][:100]}"
+    if library:  # a Python traceback's last line says what failed: the exception (without its
+        # module) and its message up to the next colon
+        raised = [ln for ln in t.output.splitlines() if re.match(r"\w[\w.]*(Error|Exception): ", ln)]
+        last = [": ".join(re.sub(r"^(\w+\.)+", "", raised[-1]).split(": ", 2)[:2])] if raised else last
+    first = last[0] if last else (t.output.strip().splitlines() or ["?"])[-1]
+    return f"failed: {first[:100]}"
 
 
 def cudaenv_message(t: Traced) -> str | None:
@@ -388,14 +524,15 @@ def cudaenv_message(t: Traced) -> str | None:
     return m.group(0) if m else None
 
 
-def doctor(world: World, mode: str) -> dict | None:
-    """`cudaenv doctor --json --no-gpu` as the project's build would run it in `mode`; in the
-    venv mode a child of the bound venv's python asks about that python (`--python`), which is
-    how doctor is pointed at a venv that is not activated."""
-    command = "cudaenv doctor --json --no-gpu"
+def doctor(world: World, mode: str, extra: dict | None = None) -> dict | None:
+    """`cudaenv doctor --json --no-gpu --arch sm_90` as the project's build would run it in `mode`
+    (the arch every library consumer here compiles for); in the venv mode a child of the bound
+    venv's python asks about that python (`--python`), which is how doctor is pointed at a venv
+    that is not activated."""
+    command = f"cudaenv doctor --json --no-gpu --arch {ARCH}"
     if mode == "venv":
         command += f" --python {shlex.quote(str(bound_venv(world)))}"
-    spec = mode_command(world, mode, command)
+    spec = mode_command(world, mode, command, extra)
     if spec is None:
         return None
     argv, env = spec
@@ -416,31 +553,50 @@ def verdict(report: dict, consumer: str) -> tuple[str, str]:
     return worst["status"], "; ".join(f"{c['id']}: {c['verdict']}" for c in checks if c["status"] != "ok")
 
 
+def findings(report: dict, consumer: str) -> tuple:
+    """What doctor says about a consumer where a judging check is not ok: (id, status, verdict, fix)."""
+    return tuple((c["id"], c["status"], c["verdict"], c.get("fix") or "") for c in report["checks"]
+                 if c["id"] in JUDGES[consumer] and c["status"] != "ok")
+
+
 def agrees(result: str, status: str) -> bool:
-    """doctor agrees with the trace: ok where the selected toolkit built, error where it did not."""
+    """doctor agrees with the trace: ok where the selected toolkit built (or Triton used its
+    own ptxas, which doctor's triton-ptxas judges), a warning or an error where it did not."""
     if status == "-":
         return True
-    return (status == "ok") == (result == "selected")
+    return (status == "ok") == (result in ("selected", TRITON_OWN))
 
 
-def matrix(world: World) -> dict:
-    """{mode: {consumer: (outcome, doctor status, message)}} for every cell."""
+# The library consumers again with CUDAENV_LD_LIBRARY_PATH=1, the fix doctor gives where a
+# library comes from the loader's configuration: in the modes that apply the selection (the
+# shims apply nothing to a library search). Triton loads no toolkit library.
+LD_SETTING = {"CUDAENV_LD_LIBRARY_PATH": "1"}
+LD_MODES = ("hook", "exec", "venv")
+LD_CONSUMERS = tuple(c for c in LIBRARY_CONSUMERS if c in NEEDS_NVRTC)
+
+
+def matrix(world: World, extra: dict | None = None) -> dict:
+    """{mode: {consumer: (outcome, doctor status, message)}} for every cell; with `extra`
+    (LD_SETTING), the LD_MODES x LD_CONSUMERS cells with that setting."""
     cells: dict = {}
-    for mode in MODES:
-        report = doctor(world, mode)
+    for mode in (LD_MODES if extra else MODES):
+        report = doctor(world, mode, extra)
         row = cells.setdefault(mode, {})
         for consumer, command in CONSUMERS.items():
+            if extra and consumer not in LD_CONSUMERS:
+                continue
             if report is None:
-                row[consumer] = ("not in this build", "-", "")
+                row[consumer] = ("not in this build", "-", "", ())
                 continue
             why = not_run(world, consumer)
             if why:
-                row[consumer] = (f"not run: {why}", "-", "")
+                row[consumer] = (f"not run: {why}", "-", "", ())
                 continue
-            t = run_traced(world, mode, command)
+            library = consumer in LIBRARY_CONSUMERS
+            t = run_traced(world, mode, command, library, extra)
             assert t is not None
             status, _ = verdict(report, consumer)
-            row[consumer] = (outcome(t), status, cudaenv_message(t) or "")
+            row[consumer] = (outcome(t, library), status, cudaenv_message(t) or "", findings(report, consumer))
             clean(world)
     return cells
 
@@ -449,13 +605,16 @@ def not_run(world: World, consumer: str) -> str | None:
     """Why `consumer` cannot run in this world (then none of its cells run), or None."""
     if consumer == "meson":
         return world.meson
+    if consumer in LIBRARY_CONSUMERS:
+        return world.pylibs_missing or (world.nvrtc_missing if consumer in NEEDS_NVRTC else None)
     return world.cmake if consumer.startswith("CMake") else None
 
 
 def clean(world: World) -> None:
     """Remove every build's output, so each cell builds from nothing."""
     for d in (world.project / "build", world.project / "build-cmake", world.project / "build-meson",
-              world.home / ".cache" / "torch_extensions", world.home / ".cache" / "flashinfer", world.out / "cmake"):
+              world.home / ".cache" / "torch_extensions", world.home / ".cache" / "flashinfer", world.out / "cmake",
+              world.home / ".triton"):
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -464,7 +623,8 @@ SAFETY = {
             "toolkit's `bin/` first on `PATH` at every prompt and at every `cd`, `pushd` and `popd` (bash "
             "wraps them; zsh has `chpwd`, fish a `PWD` event), so `bash -ic 'cd proj && build'`, which never "
             "shows a prompt, gets the project's toolkit. A script run as `bash build.sh` inherits the "
-            "variables of the shell that started it, which were set for that shell's directory.",
+            "variables of the shell that started it, which were set for that shell's directory. A library "
+            "consumer gets `CUDA_PATH`, which a library the loader's configuration names beats (above).",
     "shims": "Safe for builds that run `nvcc` by name (CMake, make, ninja), in and out of tree: a shim "
              "that finds no version file from its own directory up takes the selection of the nearest "
              "ancestor process whose working directory has one, so a build started in the project is "
@@ -474,9 +634,10 @@ SAFETY = {
              "project selects another toolkit, the shim stops their build at its first `nvcc` with the "
              "message below, and `cudaenv doctor` reports `store-root` as an error. meson, with no "
              "`CUDA_PATH`, adds `/usr/local/cuda`'s headers to nvcc's line, and the shim stops it too; on a "
-             "machine without `/usr/local/cuda` meson stops itself at configure, asking for `CUDA_PATH`.",
+             "machine without `/usr/local/cuda` meson stops itself at configure, asking for `CUDA_PATH`. Not safe for "
+             "library consumers: nothing reaches their library search (above).",
     "exec": "Safe. `cudaenv exec -- CMD` exports the selection's variables to CMD and everything it "
-            "starts, wherever those run.",
+            "starts, wherever those run; for a library consumer, as the hook (above).",
     "venv": "Safe for everything that venv's Python starts. `cudaenv venv bind`, run once in the project, "
             "puts a `.pth` file in the venv, so every start of its interpreter, from any directory and with "
             "neither the hook nor the shims on `PATH` (here: started in `$HOME` with no `PYTHONPATH` and no "
@@ -488,47 +649,132 @@ SAFETY = {
             "judges the venv's own packages and names the binding. The toolkit is the bound project's wherever "
             "the interpreter works, even in another project's directory. Not covered: a build that the venv's "
             "Python does not start (a terminal's `cmake`: the hook or `cudaenv exec` there), `python -S`, and an "
-            "interpreter already running when `.cuda-version` changes (its next start follows the file).",
+            "interpreter already running when `.cuda-version` changes (its next start follows the file). A library "
+            "consumer in the interpreter itself gets `CUDA_PATH` as with the hook, but not `LD_LIBRARY_PATH` (above).",
 }
 
 
-def render(cells: dict) -> str:
+LIBRARIES = """\
+The library consumers are the real packages from PyPI (cuda-pathfinder 1.9.1, numba-cuda
+0.30.4, cupy-cuda13x 14.2.0, triton 3.9.0), installed beside the stand-ins in both
+interpreters, and the project's own scripts (`tests/data/buildmodes/src`). None needs a GPU:
+cuda-pathfinder loads libnvrtc and libnvvm; numba-cuda compiles a kernel to PTX for sm_90
+(`compile_ptx(..., cc=(9, 0))`: NVVM, with libdevice for its math); CuPy compiles one with
+NVRTC (`compile_using_nvrtc(src, options=("-dlto",), arch="90", method="lto")`: its PTX and
+cubin paths ask the device for its arch even when given one, and stop with
+`cudaErrorInsufficientDriver` on a machine without a GPU, so the row is CuPy's LTO path);
+Triton compiles one to a cubin for sm_90 (`triton.compile(ASTSource(...),
+target=GPUTarget("cuda", 90, 32))`, which runs ptxas). The project's toolkit has libnvrtc
+(added with `cudaenv install 13.0.3 --with nvrtc`, as doctor's fix says; the minimal profile
+leaves it out), and so has the global one. Each cell names where every library the
+consumer's processes opened came from (libnvrtc, libnvvm, libdevice, libcudart) and which
+ptxas ran.
+
+cuda-pathfinder, which numba-cuda and CuPy load their libraries through, takes each from
+NVIDIA's wheels, then `$CONDA_PREFIX`, then the dynamic loader (`LD_LIBRARY_PATH`, then
+`/etc/ld.so.conf`), and only then `CUDA_PATH`. This machine is as NVIDIA's installers leave
+one: `/etc/ld.so.conf.d` names `/usr/local/cuda-13.0/lib`, which has libnvvm and libcudart
+but no libnvrtc. So:
+
+- **hook, `cudaenv exec`, venv binding**: mixed. They set `CUDA_PATH`, and libnvrtc and
+  libdevice come from the selection through it, but the loader's configuration wins for
+  libnvvm and libcudart: numba-cuda's PTX is written by `/usr/local/cuda-13.0`'s NVVM with the
+  selection's libdevice. doctor warns (`lib-nvvm`, `lib-cudart`) and gives the fix,
+  `export CUDAENV_LD_LIBRARY_PATH=1 && eval "$(cudaenv env)"`: `LD_LIBRARY_PATH` stays off by
+  default because it also comes before the RUNPATH with which torch's wheels find their own
+  CUDA libraries (doctor's `ld-shadow`). CuPy loads only libnvrtc (it links the CUDA runtime
+  statically), so it builds with the selection.
+- **shims only**: nothing sets `CUDA_PATH` (the shims apply the selection to the toolkit's
+  programs, which a library search never runs), so nothing finds libnvrtc and cuda-pathfinder,
+  numba-cuda and CuPy fail; doctor says so (`lib-nvrtc`, an error) and gives the fix,
+  `eval "$(cudaenv env)"` (or `cudaenv exec --`).
+- **Triton** uses the ptxas and libdevice bundled in its wheel in every mode: from sm_90 on,
+  Triton 3.9 runs `ptxas-blackwell` (CUDA 13.4) unless `TRITON_PTXAS_BLACKWELL_PATH` names another
+  (`TRITON_PTXAS_PATH` below sm_90), and cudaenv sets neither. That is Triton's choice, not a
+  toolkit taken by mistake; doctor's `triton-ptxas` judges whether that ptxas can target the
+  GPU (sm_90 here, `--arch sm_90`) and names it.
+"""
+
+LD_TEXT = """\
+With `CUDAENV_LD_LIBRARY_PATH=1`, doctor's fix, the hook and `cudaenv exec` put the
+selection's `lib64` first on `LD_LIBRARY_PATH`, and every library comes from the selection. The
+venv binding sets it too, when the interpreter starts, but glibc reads `LD_LIBRARY_PATH` once,
+when a program is executed: it reaches every process the interpreter starts, not the
+interpreter's own loader, and cuda-pathfinder running in it still takes the loader's libnvvm.
+doctor run by that interpreter says so (`lib-nvvm: ... in this Python itself`) and gives the
+fix: start the interpreter with `LD_LIBRARY_PATH` (an IDE's run configuration, a kernel spec's
+`env`, a unit's `Environment=`; `cudaenv env --format systemd` prints it).
+"""
+
+
+def render(cells: dict, ld_cells: dict | None = None) -> str:
     lines = [
         "# Build modes: which toolkit a build really uses",
         "",
         "<!-- Generated by `python tests/buildmodes.py --write`; tests/test_build_modes.py checks it is current. -->",
         "",
         "A project selects a managed toolkit while the global selection is the machine's system",
-        "toolkit. Each consumer builds a real CUDA library (a `.cu` kernel and a C++ file linked",
-        "against libcudart) from the project, under `strace -f -ff -e trace=execve,openat`. A cell says",
-        "which toolkit's `nvcc` ran and whose CUDA headers and libraries the compilers and linkers",
-        "opened, and what `cudaenv doctor` said about that consumer in the same mode.",
+        "toolkit. Each build consumer builds a real CUDA library (a `.cu` kernel and a C++ file linked",
+        "against libcudart) from the project, and each library consumer compiles a kernel in its own",
+        "process, under `strace -f -ff -e trace=execve,openat`. A cell says which toolkit's `nvcc`",
+        "ran and whose CUDA headers and libraries the compilers and linkers opened (for a library",
+        "consumer: whose libraries its processes loaded, and which ptxas ran), and what",
+        "`cudaenv doctor` said about that consumer in the same mode.",
         "",
         "- **selected**: nvcc, headers and libraries all came from the project's toolkit.",
         "- **stopped by cudaenv**: the build stopped at once with cudaenv's one-line explanation and",
         "  fix (below the table); nothing was compiled with another toolkit.",
         "- **WRONG**: the build succeeded with another toolkit (the tests fail on it).",
+        "- **mixed**: a library consumer loaded some libraries from another toolkit (named) and some",
+        "  from the selection (**not the selection's**: none from it); doctor must warn there, with",
+        "  the fix (the tests fail where it says ok).",
+        "- **Triton's own**: Triton ran the ptxas bundled in its wheel, as it does by design.",
+        "- **failed**: the consumer stopped with its own error (shown); doctor must say why.",
         "- doctor: the status of the checks that judge the consumer (`store-root`, `torch-finds`,",
-        "  `flashinfer-finds`, `cmake-finds`); `-` where doctor has no check for it. It is `ok`",
-        "  exactly where the build used the selected toolkit.",
+        "  `flashinfer-finds`, `cmake-finds`, `lib-nvrtc`, `lib-nvvm`, `lib-cudart`, `numba-cuda`,",
+        "  `cupy-cuda`, `triton-ptxas`); `-` where doctor has no check for it. It is `ok` exactly where",
+        "  the build used the selected toolkit (or Triton its own ptxas, which `triton-ptxas` judges).",
         "",
         "torch and FlashInfer are stand-ins (`tests/data/buildmodes/site`) that follow those packages'",
         "own toolkit lookup and build lines: torch 2.13.0's `_find_cuda_home`, build directory, flags",
         "and `setup.py` version check; FlashInfer 0.7.4's `get_cuda_path` and `ninja -C` into its",
-        "cache. CMake and meson are the real programs.",
+        "cache. CMake and meson are the real programs, and so are the library consumers (below).",
         "",
         "| consumer (builds in) | " + " | ".join(MODE_TITLES[m] for m in MODES) + " |",
         "|---|" + "---|" * len(MODES),
     ]
     messages: dict[str, list[str]] = {}
+    said: dict[str, list[str]] = {}
     for consumer in CONSUMERS:
         row = [f"{consumer} (`{BUILD_DIRS[consumer]}`)"]
         for mode in MODES:
-            result, status, message = cells[mode][consumer]
+            result, status, message, found = cells[mode][consumer]
             row.append(f"{result}; doctor: {status}")
             if message:
                 messages.setdefault(_generic(message), []).append(f"{consumer} ({MODE_TITLES[mode]})")
+            if consumer in LIBRARY_CONSUMERS:
+                for check, st, text, fix in found:
+                    key = _generic(f"[{st}] {check}: {text}" + (f"\n  fix: {fix}" if fix else ""))
+                    where = said.setdefault(key, [])
+                    if MODE_TITLES[mode] not in where:
+                        where.append(MODE_TITLES[mode])
         lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## Library consumers", "", *LIBRARIES.splitlines()]
+    if ld_cells:
+        lines += ["", "### With `CUDAENV_LD_LIBRARY_PATH=1`", "", *LD_TEXT.splitlines(), "",
+                  "| consumer | " + " | ".join(MODE_TITLES[m] for m in LD_MODES) + " |",
+                  "|---|" + "---|" * len(LD_MODES)]
+        for consumer in LD_CONSUMERS:
+            row = [consumer]
+            for mode in LD_MODES:
+                result, status, _, found = ld_cells[mode][consumer]
+                row.append(f"{result}; doctor: {status}")
+                for check, st, text, fix in found:
+                    key = _generic(f"[{st}] {check}: {text}" + (f"\n  fix: {fix}" if fix else ""))
+                    where = said.setdefault(key, [])
+                    if f"{MODE_TITLES[mode]}, `CUDAENV_LD_LIBRARY_PATH=1`" not in where:
+                        where.append(f"{MODE_TITLES[mode]}, `CUDAENV_LD_LIBRARY_PATH=1`")
+            lines.append("| " + " | ".join(row) + " |")
     lines += ["", "## Which modes are safe for JIT builds", ""]
     for mode in MODES:
         lines += [f"- **{MODE_TITLES[mode]}**: {SAFETY[mode]}", ""]
@@ -536,6 +782,11 @@ def render(cells: dict) -> str:
         lines += ["## The messages", "", "With the test's paths replaced by placeholders:", ""]
         for message, where in messages.items():
             lines += [f"- {'; '.join(where)}:", "", "  ```", f"  {message}", "  ```", ""]
+    if said:
+        lines += ["## What doctor says about the library consumers", "",
+                  "Each finding that is not ok, where it was given (paths as above):", ""]
+        for text, where in said.items():
+            lines += [f"- {'; '.join(where)}:", "", "  ```", *(f"  {ln}" for ln in text.splitlines()), "  ```", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -545,6 +796,7 @@ def _generic(message: str) -> str:
     message = re.sub(r"/\S*/root(?=[/ ])", "$CUDAENV_ROOT", message)
     message = re.sub(r"/\S*/proj/", "<project>/", message)
     message = re.sub(r"/\S*/system-cuda-13\.0", "<system toolkit>", message)
+    message = re.sub(r"/\S*/nvrtc-store/versions/13\.0\.3", "$CUDAENV_ROOT/versions/13.0.3", message)
     return message
 
 
@@ -559,7 +811,8 @@ def main(argv: list[str]) -> int:
         tmp = Path(d)
         (tmp / "shared").mkdir()
         (tmp / "w").mkdir()
-        text = render(matrix(make_world(tmp / "w", tmp / "shared")))
+        world = make_world(tmp / "w", tmp / "shared")
+        text = render(matrix(world), matrix(world, LD_SETTING))
     if "--write" in argv:
         DOC.write_text(text)
         print(f"wrote {DOC}")

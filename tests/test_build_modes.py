@@ -1,6 +1,8 @@
 """Every way a build runs, with real consumers, a real nvcc and strace (tests/buildmodes.py):
 each build uses the project's toolkit or stops at once with cudaenv's one-line message, and
-doctor's verdict in that mode says which. docs/build-modes.md is this matrix."""
+doctor's verdict in that mode says which; each library consumer (real packages from PyPI)
+loads the project's libraries, or doctor warns or errs where it loads another toolkit's or
+none. docs/build-modes.md is this matrix."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import os
 import pytest
 
 import buildmodes as bm
+from cudaenv import libsearch
 
 WHY = bm.missing()
 # Read at import: the hermetic-home fixture drops CUDAENV_* settings before each test runs.
@@ -37,7 +40,38 @@ USR_LOCAL_CUDA_IS_SELECTED = bool(USR_LOCAL_CUDA and WHY is None and os.path.sam
     _USR_LOCAL_HEADER, bm.real_toolkit() / "include" / "cuda_runtime_api.h"))
 if USR_LOCAL_CUDA and not USR_LOCAL_CUDA_IS_SELECTED:
     EXPECTED[("shims", "meson")] = "stopped by cudaenv"
+# The library consumers: what the machine's loader configuration (/etc/ld.so.conf, which
+# cuda-pathfinder's dlopen step searches before CUDA_PATH) provides decides their cells. On
+# one that names no toolkit every cell is the selection's, except with only the shims, where
+# nothing finds libnvrtc; where it names one (NVIDIA's installers write
+# /etc/ld.so.conf.d/cuda-*.conf), a library it has comes from there in every mode that does not
+# set LD_LIBRARY_PATH, and doctor warns.
+LOADER = {lib: libsearch.dlopen_path(libsearch.libraries()["pathfinder"][lib]["sonames"], {})
+          for lib in ("nvrtc", "nvvm", "cudart")}
+LOADS = {"cuda-pathfinder": ("nvrtc", "nvvm"), "numba-cuda": ("nvrtc", "nvvm", "cudart"), "cupy-cuda13x": ("nvrtc",)}
+
+
+def library_expected(mode: str, consumer: str, ld: bool = False) -> str | None:
+    """The start of a library consumer's cell (None: this machine decides, doctor must agree)."""
+    if consumer == "triton":
+        return bm.TRITON_OWN
+    if mode == "shims":
+        return None if LOADER["nvrtc"] else "failed"
+    if ld and mode != "venv":
+        return "selected"
+    provided = [bool(LOADER[lib]) for lib in LOADS[consumer]]
+    if not any(provided):
+        return "selected"
+    # numba-cuda's libdevice comes from CUDA_PATH whatever the loader has.
+    return "not the selection's" if all(provided) and consumer != "numba-cuda" else "mixed"
+
+
+# What the page says of this machine (docs/build-modes.md, "Library consumers").
+LOADER_IS_USR_LOCAL_CUDA = LOADER["nvrtc"] is None and all(
+    LOADER[lib] and os.path.realpath(LOADER[lib]).startswith(os.path.realpath("/usr/local/cuda") + "/")
+    for lib in ("nvvm", "cudart"))
 CELLS: dict = {}  # filled by the cell tests, read by the page test
+LD_CELLS: dict = {}
 
 
 @pytest.fixture(scope="module")
@@ -69,18 +103,23 @@ def test_cell(world, doctors, mode, consumer):
         pytest.skip(bm.not_run(world, consumer))
     report = doctor_in(world, doctors, mode)
     if report is None:
-        CELLS.setdefault(mode, {})[consumer] = ("not in this build", "-", "")
+        CELLS.setdefault(mode, {})[consumer] = ("not in this build", "-", "", ())
         pytest.skip(f"the {mode} mode is not part of this build")
+    library = consumer in bm.LIBRARY_CONSUMERS
     try:
-        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer])
+        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer], library)
     finally:
         bm.clean(world)
     assert t is not None
-    result = bm.outcome(t)
+    result = bm.outcome(t, library)
     status, verdicts = bm.verdict(report, consumer)
     message = bm.cudaenv_message(t) or ""
-    CELLS.setdefault(mode, {})[consumer] = (result, status, message)
-    detail = f"{mode} / {consumer}: {result}; nvcc {t.nvcc}, headers {t.headers}, libs {t.libs}; {t.files}\n{t.output[-2000:]}"
+    CELLS.setdefault(mode, {})[consumer] = (result, status, message, bm.findings(report, consumer))
+    detail = (f"{mode} / {consumer}: {result}; nvcc {t.nvcc}, headers {t.headers}, libs {t.libs}, loaded {t.loaded}; "
+              f"{t.files}\n{t.output[-2000:]}")
+    if library:
+        check_library_cell(report, mode, consumer, t, result, status, verdicts, detail)
+        return
     if (mode, consumer) == ("shims", "meson") and not USR_LOCAL_CUDA:
         assert result.startswith("failed") and "CUDA_PATH" in t.output and not (t.nvcc | t.headers | t.libs), detail
         return
@@ -104,15 +143,72 @@ def test_the_venv_modes_doctor_judges_the_bound_python(world, doctors):
     assert {c["id"]: c["status"] for c in report["checks"]}["venv-binding"] == "ok"
 
 
+def check_library_cell(report, mode, consumer, t, result, status, verdicts, detail, ld=False):
+    expected = library_expected(mode, consumer, ld)
+    if expected:
+        assert result.startswith(expected), detail
+    assert not result.startswith("WRONG"), detail
+    assert bm.agrees(result, status), f"doctor says {status} ({verdicts}) where {consumer} was {result}\n{detail}"
+    if consumer == "triton":
+        # doctor names the ptxas Triton ran.
+        ran = {os.path.basename(f) for f in t.ptxas}
+        said = next(c["verdict"] for c in report["checks"] if c["id"] == "triton-ptxas")
+        assert ran and all(name in said for name in ran), (said, detail)
+    if result.startswith("failed"):
+        errors = [c for c in report["checks"] if c["id"] in bm.JUDGES[consumer] and c["status"] == "error"]
+        assert errors and all(c.get("fix") for c in errors), (errors, detail)
+    if result.startswith(("mixed", "not the selection's")):
+        assert any(c.get("fix") for c in report["checks"] if c["id"] in bm.JUDGES[consumer] and c["status"] != "ok"), \
+            detail
+
+
+@pytest.fixture(scope="module")
+def ld_doctors(world):
+    return {}
+
+
+@pytest.mark.parametrize("consumer", bm.LD_CONSUMERS)
+@pytest.mark.parametrize("mode", bm.LD_MODES)
+def test_library_cell_with_cudaenv_ld_library_path(world, ld_doctors, mode, consumer):
+    """doctor's fix for a library the loader's configuration gives (CUDAENV_LD_LIBRARY_PATH=1):
+    with the hook and exec every library is the selection's and doctor says ok; the venv binding
+    sets LD_LIBRARY_PATH only for the interpreter's children, and doctor run by it says so."""
+    if bm.not_run(world, consumer):
+        pytest.skip(bm.not_run(world, consumer))
+    if mode not in ld_doctors:
+        ld_doctors[mode] = bm.doctor(world, mode, bm.LD_SETTING)
+    report = ld_doctors[mode]
+    if report is None:
+        pytest.skip(f"the {mode} mode is not part of this build")
+    try:
+        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer], True, bm.LD_SETTING)
+    finally:
+        bm.clean(world)
+    assert t is not None
+    result = bm.outcome(t, True)
+    status, verdicts = bm.verdict(report, consumer)
+    LD_CELLS.setdefault(mode, {})[consumer] = (result, status, "", bm.findings(report, consumer))
+    detail = f"{mode} / {consumer} with CUDAENV_LD_LIBRARY_PATH=1: {result}; loaded {t.loaded}; {t.files}\n{t.output[-2000:]}"
+    check_library_cell(report, mode, consumer, t, result, status, verdicts, detail, ld=True)
+    if mode == "venv" and result != "selected":
+        assert "in this Python itself" in verdicts, verdicts
+
+
 def test_the_page_is_this_matrix(world):
     cells = {m: CELLS.get(m, {}) for m in bm.MODES}
     ran = sum(len(v) for v in cells.values())
     if ran != len(bm.MODES) * len(bm.CONSUMERS):
         pytest.skip(f"only {ran} of {len(bm.MODES) * len(bm.CONSUMERS)} cells ran here")
+    ld_cells = {m: LD_CELLS.get(m, {}) for m in bm.LD_MODES}
+    if sum(len(v) for v in ld_cells.values()) != len(bm.LD_MODES) * len(bm.LD_CONSUMERS):
+        pytest.skip("not every cell with CUDAENV_LD_LIBRARY_PATH=1 ran here")
     if not USR_LOCAL_CUDA or USR_LOCAL_CUDA_IS_SELECTED:
         pytest.skip("the page was made on a machine whose /usr/local/cuda is another toolkit than the project's "
                     "(meson's cell depends on it)")
-    text = bm.render(cells)
+    if not LOADER_IS_USR_LOCAL_CUDA:
+        pytest.skip("the page was made on a machine whose loader configuration names /usr/local/cuda's libnvvm and "
+                    "libcudart and no libnvrtc (the library consumers' cells depend on it)")
+    text = bm.render(cells, ld_cells)
     if UPDATE:  # as for tests/golden: rewrite after an intended change
         bm.DOC.write_text(text)
     assert bm.DOC.is_file() and bm.DOC.read_text() == text, \

@@ -7,6 +7,7 @@ is applied in bash, after which the finding is gone.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
@@ -116,3 +117,73 @@ def test_ld_library_path_shadowing_torchs_own_libraries(tmp_path):
     assert fix == "export LD_LIBRARY_PATH=/opt/other"
     r = doctor(m, env, fix)
     assert "ld-shadow" not in r.stdout
+
+
+def add_nvrtc(tk):
+    """What `cudaenv install --with nvrtc` adds (the nvrtc wheel, in the PyPI layout)."""
+    (tk / "lib64" / "libnvrtc.so.13.0.88").write_bytes(b"\x7fELF nvrtc")
+    (tk / "lib64" / "libnvrtc.so.13").symlink_to("libnvrtc.so.13.0.88")
+
+
+def test_the_toolkit_has_libnvrtc_but_with_only_the_shims_nothing_looks_there(tmp_path):
+    """With only the shims on PATH nothing sets CUDA_PATH, so cuda-pathfinder never looks in the
+    selected toolkit: its libnvrtc is there, and the fix is applying the selection, not an
+    install (the build-mode matrix's shims cells, docs/build-modes.md)."""
+    m, tk, _ = numba_machine(tmp_path)
+    add_nvrtc(tk)
+    env = m.env(path_first=[m.root / "shims"])
+    r = doctor(m, env)
+    assert ("[error] lib-nvrtc: numba-cuda needs libnvrtc, and cuda-pathfinder does not look in the selected "
+            f"toolkit, which has it ({tk}/lib64/libnvrtc.so.13)") in r.stdout, r.stdout
+    assert "neither is set here" in r.stdout
+    assert fix_of(r.stdout, "lib-nvrtc") == 'eval "$(cudaenv env)"'
+    r = doctor(m, env, fix_of(r.stdout, "lib-nvrtc"))
+    assert "[ok]    lib-nvrtc: cuda-pathfinder and numba-cuda load libnvrtc from the selected toolkit" in r.stdout, r.stdout
+
+
+def test_cupy_needs_libnvrtc(tmp_path):
+    """Every CuPy kernel is compiled by NVRTC, loaded through cuda-pathfinder: without a libnvrtc
+    CuPy fails as numba-cuda does, and the doctor says so where nothing else needs it."""
+    m = Machine(tmp_path, torch=None)
+    m.dist("cupy_cuda13x", "14.2.0")
+    m.dist("cuda_pathfinder", "1.9.1")
+    tk = m.managed_toolkit("13.0.2")
+    (m.proj / ".cuda-version").write_text("13.0\n")
+    env = m.env()
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
+    assert "[error] lib-nvrtc: cupy needs libnvrtc and none is found" in r.stdout, r.stdout
+    assert fix_of(r.stdout, "lib-nvrtc") == "cudaenv install 13.0 --with nvrtc"
+    add_nvrtc(tk)
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
+    assert "[ok]    lib-nvrtc: cuda-pathfinder and cupy load libnvrtc from the selected toolkit" in r.stdout, r.stdout
+
+
+def test_a_bound_venvs_ld_library_path_does_not_reach_its_own_loader(tmp_path):
+    """CUDAENV_LD_LIBRARY_PATH=1 with a venv binding: the binding sets LD_LIBRARY_PATH when the
+    interpreter starts, after glibc read it, so the interpreter's own cuda-pathfinder still
+    takes the loader-configured libnvvm (the build-mode harness traced it). doctor run by that
+    interpreter says so instead of judging by the LD_LIBRARY_PATH its children get; started with
+    LD_LIBRARY_PATH (the fix), the interpreter loads the selection's."""
+    m, tk, sys_lib = numba_machine(tmp_path)
+    env = m.env(CUDAENV_LD_LIBRARY_PATH="1")
+    p = m.cli("venv", "bind", "--venv", str(m.venv), env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # The venv's python as an IDE starts it, running doctor about itself as a child.
+    code = ("import subprocess, sys; sys.exit(subprocess.call(['bash', '-c', sys.argv[1]]))")
+
+    def doctor_in_venv(prefix=""):
+        script = f"{sys.executable} -m cudaenv doctor --python {m.python}"
+        return subprocess.run(["bash", "-c", f"{prefix + ' && ' if prefix else ''}{m.python} -c {shlex.quote(code)} "
+                               f"{shlex.quote(script)}"], cwd=m.home, env=env, capture_output=True, text=True)
+
+    r = doctor_in_venv()
+    assert (f"[warn]  lib-nvvm: cuda-pathfinder and numba-cuda load {sys_lib}/libnvvm.so.4 in this Python itself, "
+            f"not libnvvm of the selected toolkit {tk}") in r.stdout, r.stdout
+    fix = fix_of(r.stdout, "lib-nvvm")
+    assert fix == f"export LD_LIBRARY_PATH={tk}/lib64"
+    r = doctor_in_venv(fix)
+    assert "[ok]    lib-nvvm: cuda-pathfinder and numba-cuda load libnvvm from the selected toolkit" in r.stdout, r.stdout
+    # doctor in a shell (not the bound interpreter's child) judges a fresh start: the binding's
+    # variables are not there, and the ordinary finding stands.
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
+    assert "in this Python itself" not in r.stdout and "[ok]    lib-nvvm" in r.stdout, r.stdout

@@ -182,7 +182,8 @@ def ends_clean(rounds):
 
 
 def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path, machine_platform):
-    """No torch: the toolkit is what changes, to the newest 12.x the GPU and driver take."""
+    """No torch: the toolkit is what changes, to the newest 12.x the GPU and driver take, with
+    libnvrtc, which compiles every CuPy kernel (the minimal profile leaves it out)."""
     m = Machine(tmp_path, platform=machine_platform, torch=None)
     m.dist("cupy_cuda12x", "14.2.0")
     m.managed_toolkit("13.0.2")
@@ -193,7 +194,7 @@ def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path, machine_platform
     assert first["cupy-cuda"]["verdict"] == ("cupy-cuda12x 14.2.0 (CUDA 12.x, built with 12.9) is for CUDA 12.x; "
                                             "the selected toolkit is 13.0.2"), first["cupy-cuda"]
     assert "You need to install CUDA Toolkit 12.x" in first["cupy-cuda"]["explanation"]
-    assert first["cupy-cuda"]["fix"] == f"cudaenv install 12.9 && cudaenv local 12.9 && {HOOK}"
+    assert first["cupy-cuda"]["fix"] == f"cudaenv install 12.9 --with nvrtc && cudaenv local 12.9 && {HOOK}"
     assert first["driver-cupy"]["status"] == "ok"
     ends_clean(rounds)
     assert checks(rounds[-1])["cupy-cuda"]["verdict"].startswith("cupy-cuda12x 14.2.0 (CUDA 12.x, built with 12.9) "
@@ -203,7 +204,8 @@ def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path, machine_platform
 @pytest.mark.parametrize("platform", ["x86_64", "aarch64"])
 def test_cupy12_beside_torch_cu130_swaps_the_wheel(tmp_path, platform):
     """torch cu130 needs the 13.x toolkit: the CuPy wheel is swapped, uninstalled first (CuPy
-    refuses two CuPy packages side by side), to the same CuPy version's cupy-cuda13x."""
+    refuses two CuPy packages side by side), to the same CuPy version's cupy-cuda13x; the
+    toolkit gets the libnvrtc CuPy compiles with (first: lib-nvrtc's check comes before CuPy's)."""
     m = Machine(tmp_path, platform=platform, torch="2.9.0+cu130")
     m.dist("cupy_cuda12x", "14.2.0")
     m.managed_toolkit("13.0.2")
@@ -212,7 +214,7 @@ def test_cupy12_beside_torch_cu130_swaps_the_wheel(tmp_path, platform):
     first = checks(rounds[0])
     assert first["cupy-cuda"]["status"] == "error"
     assert first["cupy-cuda"]["fix"] == SWAP_12_TO_13
-    assert rounds[0].fix == SWAP_12_TO_13
+    assert [r.fix for r in rounds[:2]] == ["cudaenv install 13.0 --with nvrtc", SWAP_12_TO_13]
     ends_clean(rounds)
     assert (m.site / "cupy_cuda13x-14.2.0.dist-info").is_dir() and not list(m.site.glob("cupy_cuda12x-*"))
 
