@@ -99,9 +99,13 @@ def tree_marker(sha256: str) -> dict | None:
 
 # -- unpacked trees -------------------------------------------------------------
 
-def _normalize_modes(root: Path) -> None:
-    """0755 for directories and executables, 0644 for the rest: nobody's write bit but the owner's."""
+def _normalize_modes(root: Path, cancel=None) -> None:
+    """0755 for directories and executables, 0644 for the rest: nobody's write bit but the owner's.
+    `cancel` is checked per directory: a big tree takes seconds on a loaded machine."""
+    from .extract import _check
+
     for dirpath, dirnames, filenames in os.walk(root):
+        _check(cancel)
         os.chmod(dirpath, 0o755)
         for name in filenames:
             p = os.path.join(dirpath, name)
@@ -152,8 +156,9 @@ def unpack(item, cancel=None, fresh: bool = False, on_read=None) -> tuple[Path, 
     tmp.mkdir()
     try:
         extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename, on_read)
-        _normalize_modes(tmp)
+        _normalize_modes(tmp, cancel)
         _write_marker(tmp, art)
+        extract._check(cancel)  # the last point before the tree is published
         if os.path.lexists(final):
             doomed = trees_root() / f".{art.sha256}.old.{secrets.token_hex(4)}"
             os.rename(final, doomed)
@@ -163,6 +168,23 @@ def unpack(item, cancel=None, fresh: bool = False, on_read=None) -> tuple[Path, 
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final, True
+
+
+def remove_own_temp_trees() -> list[str]:
+    """Remove the half-unpacked trees of this process (`.<sha256>.<pid>.<random>`): called when
+    an interrupted install gives up waiting for a worker that is still unpacking, so that
+    nothing half unpacked outlives the process. The names removed."""
+    gone: list[str] = []
+    try:
+        names = os.listdir(trees_root())
+    except FileNotFoundError:
+        return gone
+    for name in names:
+        parts = name.split(".")
+        if len(parts) == 4 and parts[0] == "" and parts[2] == str(os.getpid()):
+            shutil.rmtree(trees_root() / name, ignore_errors=True)
+            gone.append(name)
+    return gone
 
 
 def _write_marker(tree: Path, art) -> None:

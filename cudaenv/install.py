@@ -383,7 +383,13 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
     ordered = sorted(items, key=lambda i: -(i.artifact.size or 0))
     progress.start("unpack", sum(i.artifact.size or 0 for i in items), items=len(items), verb="unpacked",
                    skipped_as="unpacked before", note="compressed")
-    done = parallel.run(ordered, one, os.cpu_count() or 1, cancel.set, name="cudaenv-unpack")
+    try:
+        done = parallel.run(ordered, one, os.cpu_count() or 1, cancel.set, name="cudaenv-unpack")
+    except BaseException:
+        # A worker still unpacking past parallel.GRACE (a loaded machine) ends with the process,
+        # before its own cleanup: its temporary tree goes here.
+        cache.remove_own_temp_trees()
+        raise
     progress.finish()
     return dict(done)
 

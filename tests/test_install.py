@@ -402,6 +402,24 @@ def test_sigterm_and_sigint_clean_up_themselves(tmp_path, sig):
         assert all((trees / n / ".cudaenv-tree.json").is_file() for n in os.listdir(trees) if not n.endswith(".lock"))
 
 
+def test_an_interrupted_install_removes_its_own_half_unpacked_trees(tmp_path, monkeypatch):
+    """What the interrupted install calls once it stops waiting for a worker still unpacking
+    (the flaky SIGTERM case above on a loaded machine left `.<sha>.<pid>.<rand>` behind): its
+    own temporary trees go; another live install's, and every finished tree, stay."""
+    from cudaenv import cache
+
+    monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
+    trees = cache.trees_root()
+    sha = "a" * 64
+    mine, other = f".{sha}.{os.getpid()}.0badc0de", f".{sha}.{os.getpid() + 1}.0badc0de"
+    for name in (mine, other, sha):
+        (trees / name / "bin").mkdir(parents=True)
+        (trees / name / "bin" / "nvcc").write_bytes(b"x")
+    (trees / f"{sha}.lock").write_text("")
+    assert cache.remove_own_temp_trees() == [mine]
+    assert sorted(os.listdir(trees)) == sorted([other, sha, f"{sha}.lock"])
+
+
 def test_disk_full_is_checked_before_extraction(tmp_path, srv, mirror):
     small = tmp_path / "small"
     why = tmpfs.why_unmountable(small, "size=64k")
