@@ -469,3 +469,14 @@ def doctor_rounds(m: Machine, env: dict, *, hook: bool = False, setup=(), max_ro
 
 if __name__ == "__main__":
     raise SystemExit(_fake_main(sys.argv[1:]))
+
+
+def checks(rnd) -> dict:
+    """A doctor round's checks by id."""
+    return {c["id"]: c for c in rnd.report["checks"]}
+
+
+def ends_clean(rounds) -> None:
+    """The last round of doctor_rounds found nothing left to fix."""
+    last = rounds[-1].report
+    assert last["exit_code"] == 0, [(c["id"], c["verdict"]) for c in last["checks"] if c["status"] != "ok"]

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from fakemachine import PLATFORMS, Machine, doctor_rounds
+from fakemachine import PLATFORMS, Machine, checks, doctor_rounds, ends_clean
 
 HOOK = 'eval "$(cudaenv init - bash)"'
 
@@ -22,15 +22,6 @@ HOOK = 'eval "$(cudaenv init - bash)"'
 def platform(request):
     """Every machine twice: as an x86_64 and as an aarch64 machine (CUDAENV_MACHINE)."""
     return request.param
-
-
-def checks(rnd):
-    return {c["id"]: c for c in rnd.report["checks"]}
-
-
-def ends_clean(rounds):
-    last = rounds[-1].report
-    assert last["exit_code"] == 0, [(c["id"], c["verdict"]) for c in last["checks"] if c["status"] != "ok"]
 
 
 def seed(tmp_path, **kw):

@@ -22,7 +22,7 @@ import pytest
 from cudaenv import numba_cupy as nc
 from cudaenv import resolver as rs
 from cudaenv.data import load
-from fakemachine import PLATFORMS, Machine, doctor_rounds
+from fakemachine import PLATFORMS, Machine, checks, doctor_rounds, ends_clean
 
 HOOK = 'eval "$(cudaenv init - bash)"'
 ENV = 'eval "$(cudaenv env)"'
@@ -170,15 +170,6 @@ def test_resolve_reads_cupy_and_numba_from_the_installed_python(tmp_path, machin
 def machine_platform(request):
     """Every fake machine twice: as an x86_64 and as an aarch64 machine (CUDAENV_MACHINE)."""
     return request.param
-
-
-def checks(rnd):
-    return {c["id"]: c for c in rnd.report["checks"]}
-
-
-def ends_clean(rounds):
-    last = rounds[-1].report
-    assert last["exit_code"] == 0, [(c["id"], c["verdict"]) for c in last["checks"] if c["status"] != "ok"]
 
 
 def test_cupy12_with_13_selected_switches_the_toolkit(tmp_path, machine_platform):
