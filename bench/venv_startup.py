@@ -13,6 +13,10 @@ Builds the store of bench/stub_store.py, a fresh venv in the project, binds it
   bound     the cached answer is valid: the fast path (cudaenv/venvstart.py)
   stale     the project's .cuda-version touched before each run: the slow path
             reselects and rewrites the cache
+  restart   a second venv bound where the loader's configuration has another
+            copy of a library of the toolkit's lib64: the binding executes the
+            interpreter once more so its own loader reads LD_LIBRARY_PATH
+            (venvstart.restart_with_ld); what a first start pays there
 
 The three are interleaved run by run, so load on the machine falls on all of
 them alike; the medians and the bound-minus-unbound difference are printed.
@@ -48,26 +52,41 @@ def measure(work: Path, runs: int) -> None:
            "PYTHONPATH": str(REPO)}
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(proj / ".venv")], check=True)
     subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=env, cwd=proj, check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=env, cwd=proj, check=True)
+    subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=dict(env, CUDAENV_LOADER_DIRS=""), cwd=proj, check=True)
     python = str(proj / ".venv" / "bin" / "python")
+    # The restart case: the toolkit gets a libcudart, and a directory standing for the loader's
+    # configuration (CUDAENV_LOADER_DIRS, read when binding) another copy of it.
+    lib64 = work / "root" / "versions" / "13.0.2" / "lib64"
+    lib64.mkdir(exist_ok=True)
+    (lib64 / "libcudart.so.13").write_bytes(b"\x7fELF")
+    (work / "loader").mkdir()
+    (work / "loader" / "libcudart.so.13").write_bytes(b"\x7fELF")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(proj / ".venv-restart")], check=True)
+    subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind", "--venv", str(proj / ".venv-restart")],
+                   env=dict(env, CUDAENV_LOADER_DIRS=str(work / "loader")), cwd=proj, check=True)
+    restarting = str(proj / ".venv-restart" / "bin" / "python")
     pth = next((proj / ".venv" / "lib").glob("python3*/site-packages/cudaenv-binding.pth"))
     off = pth.with_suffix(".off")
     empty = pth.with_name("zz-empty.pth")
     (pth.parent / "_zz_empty.py").write_text("")
     subprocess.run([python, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import _zz_empty", str(pth.parent)],
                    check=True)  # its bytecode, as the stub's
-    service = {"PATH": SYSTEM_PATH, "HOME": str(work)}
+    # The loader's configuration as the test suite's machines give it (CUDAENV_LOADER_DIRS): none
+    # for the first venv, so that this machine's /etc/ld.so.conf (a system toolkit's libcudart,
+    # say) does not turn its starts into restarts; the restart venv's has the copy.
+    service = {"PATH": SYSTEM_PATH, "HOME": str(work), "CUDAENV_LOADER_DIRS": ""}
+    restart_env = dict(service, CUDAENV_LOADER_DIRS=str(work / "loader"))
 
-    def once() -> tuple[float, float]:
+    def once(program: str = python, environment: dict = service) -> tuple[float, float]:
         """(wall, CPU) seconds of one start; CPU (user + system, from wait4) is what
         the start-up itself costs, and varies far less than wall time on a loaded machine."""
         t = time.perf_counter()
-        pid = os.posix_spawn(python, [python, "-c", "pass"], service)
+        pid = os.posix_spawn(program, [program, "-c", "pass"], environment)
         _, status, usage = os.wait4(pid, 0)
         assert status == 0
         return time.perf_counter() - t, usage.ru_utime + usage.ru_stime
 
-    names = ("unbound", "empty", "bound", "stale")
+    names = ("unbound", "empty", "bound", "stale", "restart")
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
     os.chdir("/")
@@ -81,13 +100,18 @@ def measure(work: Path, runs: int) -> None:
         b = once()
         os.utime(proj / ".cuda-version")  # a new ctime: the cached answer is stale
         c = once()
+        once(restarting, restart_env)  # the touch made its record stale too: refreshed, untimed
+        r = once(restarting, restart_env)
         if i >= 5:  # warm-up
-            for name, (w, u) in zip(names, (a, e, b, c)):
+            for name, (w, u) in zip(names, (a, e, b, c, r)):
                 wall[name].append(w)
                 cpu[name].append(u)
     check = subprocess.run([python, "-c", "import os; print(os.environ['CUDA_HOME'])"], env=service,
                            capture_output=True, text=True, check=True).stdout.strip()
     assert check.endswith("/versions/13.0.2"), check
+    trace = subprocess.run([restarting, "-c", "import os; print(os.environ.get('LD_LIBRARY_PATH'))"], env=restart_env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert trace == str(lib64), trace
     print(f"{'python -c pass':16} {'wall ms':>9} {'vs unbound':>11} {'CPU ms':>9} {'vs unbound':>11}")
     for name in wall:
         w, u = statistics.median(wall[name]), statistics.median(cpu[name])

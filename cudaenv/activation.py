@@ -5,8 +5,12 @@ The same variables everywhere (shims, `exec`, `env`, the shell hook):
   CUDACXX = <root>/bin/nvcc
   PATH gets <root>/bin first; the entry cudaenv added before (remembered in
   CUDAENV_PATH_ENTRY) is removed first, so switching never piles up entries.
-  LD_LIBRARY_PATH only with CUDAENV_LD_LIBRARY_PATH=1 (remembered in
-  CUDAENV_LD_ENTRY), because changing it under a running program surprises.
+  LD_LIBRARY_PATH gets <root>/lib64 first (remembered in CUDAENV_LD_ENTRY) unless
+  CUDAENV_LD_LIBRARY_PATH=0: cuda-pathfinder (numba-cuda, CuPy, cuda-python) asks
+  the dynamic loader before CUDA_PATH, so without it a toolkit that
+  /etc/ld.so.conf names (NVIDIA's packages add one) gives some libraries and the
+  selection others (docs/build-modes.md). Where that would put an older build of
+  a library ahead of the one torch's wheels bundle, doctor says so (ld-shadow).
   NVCC_CCBIN and CUDAHOSTCXX = the host compiler `cudaenv rehash` chose for this
   toolkit (hostcc.py), only when its nvcc refuses the default compiler and the
   user named none (user_choice); remembered in CUDAENV_CCBIN.
@@ -107,6 +111,18 @@ def _without_first(entries: list[str], value: str) -> list[str]:
     return entries
 
 
+def ld_library_path_wanted(env) -> bool:
+    """Does activation put the toolkit's lib64 on LD_LIBRARY_PATH? Yes unless the user said 0.
+    The shells' twins test the same value (select.sh's and hook.fish's apply)."""
+    return settings.get("CUDAENV_LD_LIBRARY_PATH", env) != "0"
+
+
+def lib_dir(root: "Path | str") -> str:
+    """The toolkit's library directory that activation puts on LD_LIBRARY_PATH."""
+    r = os.fspath(root)
+    return os.path.join(r, "lib64") if os.path.isdir(os.path.join(r, "lib64")) else os.path.join(r, "lib")
+
+
 def toolkit_env(root: "Path | str", env=None) -> dict[str, str]:
     """The variables to set (name -> value) for toolkit `root` on top of `env`."""
     env = os.environ if env is None else env
@@ -122,8 +138,8 @@ def toolkit_env(root: "Path | str", env=None) -> dict[str, str]:
     path = _without_first(path, binp)
     out["PATH"] = ":".join([binp] + path)
     out["CUDAENV_PATH_ENTRY"] = binp
-    if settings.get("CUDAENV_LD_LIBRARY_PATH", env) == "1":
-        lib = os.path.join(r, "lib64") if os.path.isdir(os.path.join(r, "lib64")) else os.path.join(r, "lib")
+    if ld_library_path_wanted(env):
+        lib = lib_dir(r)
         ld = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
         ld = _without_first(ld, settings.get("CUDAENV_LD_ENTRY", env))
         out["LD_LIBRARY_PATH"] = ":".join([lib] + ld)

@@ -792,10 +792,14 @@ def _library_users(ctx: Context) -> dict[str, dict]:
             if any(py.version(WATCHED.get(d, d)) for d in c["distributions"])}
 
 
-def _apply_fix(ld: bool = False) -> str:
-    """Apply the selection to this shell now, as the hook and `cudaenv exec` do."""
-    if ld:
-        return 'export CUDAENV_LD_LIBRARY_PATH=1 && eval "$(cudaenv env)"'
+def _apply_fix(env: "Mapping[str, str] | None" = None) -> str:
+    """Apply the selection to this shell now, as the hook and `cudaenv exec` do; with `env`
+    (a library the loader finds first), with LD_LIBRARY_PATH too, which the user may have
+    turned off (CUDAENV_LD_LIBRARY_PATH=0)."""
+    from .activation import ld_library_path_wanted
+
+    if env is not None and not ld_library_path_wanted(env):
+        return 'unset CUDAENV_LD_LIBRARY_PATH && eval "$(cudaenv env)"'
     return 'eval "$(cudaenv env)"'
 
 
@@ -860,7 +864,9 @@ def library_consumers(ctx: Context) -> Findings:
                     yield ctx.finding(f"lib-{lib}", "warn", f"{who} load {path} in this Python itself, not lib{lib} "
                                       f"of the selected toolkit {root}",
                                       "the venv binding set LD_LIBRARY_PATH when the interpreter started, after its "
-                                      "dynamic loader had read it (glibc reads it once, when a program is executed): "
+                                      "dynamic loader had read it (glibc reads it once, when a program is executed), "
+                                      "and could not start it again with it (an embedding program, Python before "
+                                      "3.10, or exec refused): "
                                       "the processes it starts load the selected toolkit's, but in the interpreter "
                                       "itself cuda-pathfinder's dlopen finds this one (the loader's configuration) "
                                       "before CUDA_PATH. Give the interpreter LD_LIBRARY_PATH where it is started "
@@ -883,7 +889,7 @@ def library_consumers(ctx: Context) -> Findings:
             yield ctx.finding(f"lib-{lib}", "warn", f"{who} load {path}, not lib{lib} of the selected toolkit {root}",
                               f"{why}, so one build mixes two toolkits (e.g. libnvvm of one, libdevice and "
                               f"libnvrtc of another).{extra}",
-                              _apply_fix(ld=True) if step in ("system-search", "system-ctk-root") else _apply_fix())
+                              _apply_fix(ctx.env) if step in ("system-search", "system-ctk-root") else _apply_fix())
     if "cupy" in users:
         from .machine import default_root
 
@@ -1100,6 +1106,33 @@ def _numba_ptx(ctx: Context, nvvm) -> Findings:
         yield ctx.finding("numba-cuda-ptx", "ok", f"driver {d} JIT-compiles {what} (no libnvJitLink is found)")
 
 
+def _selection_covers_torch(ctx: Context, path: str) -> bool:
+    """Is `path` (a library LD_LIBRARY_PATH puts ahead of torch's wheels) the selected toolkit's,
+    of torch's CUDA major and no older than torch's CUDA release? NVIDIA's libraries stay
+    compatible with what was built against an older release of their major (a soname major is
+    that promise), so torch runs with them; an older one lacks symbols its wheels need
+    (undefined symbol: __nvJitLink..._13_2). This is what cudaenv's own LD_LIBRARY_PATH entry,
+    on by default, leaves for a selection that follows torch's CUDA, as the resolver's does."""
+    from . import libsearch
+
+    tc, rel, root = ctx.probe.torch_cuda, ctx.selected_release, ctx.selected_root
+    if not tc or not rel or rel == "unknown" or not root or not libsearch.inside(path, root):
+        return False
+    mine, theirs = number_key(major_minor(rel))[:2], number_key(major_minor(tc))[:2]
+    return mine[0] == theirs[0] and mine >= theirs
+
+
+def _ld_off_fix(ctx: Context, dirs, fix: str) -> str:
+    """The fix that drops `dirs` from LD_LIBRARY_PATH, turning cudaenv's own entry off first
+    when it is one of them (else the hook puts it back at the next prompt)."""
+    from . import libsearch
+
+    root = ctx.selected_root
+    if root and any(libsearch.inside(d, root) for d in dirs):
+        return f"export CUDAENV_LD_LIBRARY_PATH=0 && {fix}"
+    return fix
+
+
 def ld_shadow(ctx: Context) -> Findings:
     """LD_LIBRARY_PATH comes before the RUNPATH with which torch's libraries find their own
     nvidia/*/lib: a toolkit's lib64 there replaces torch's bundled CUDA libraries."""
@@ -1108,14 +1141,13 @@ def ld_shadow(ctx: Context) -> Findings:
     py = ctx.probe.python
     if not py or not py.version("torch"):
         return
-    shadow = libsearch.shadowed_by_ld_path(py.site_packages, ctx.env)
+    shadow = [s for s in libsearch.shadowed_by_ld_path(py.site_packages, ctx.env)
+              if not _selection_covers_torch(ctx, s[1])]
     if not shadow:
         return
     dirs = sorted({os.path.dirname(p) for _, p, _ in shadow})
     keep = [d for d in libsearch.ld_library_path(ctx.env) if d not in dirs]
-    fix = f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH"
-    if ctx.env.get("CUDAENV_LD_LIBRARY_PATH") == "1":
-        fix = f"export CUDAENV_LD_LIBRARY_PATH=0 && {fix}"
+    fix = _ld_off_fix(ctx, dirs, f"export LD_LIBRARY_PATH={':'.join(keep)}" if keep else "unset LD_LIBRARY_PATH")
     names = ", ".join(s for s, _, _ in shadow[:3]) + (f" and {len(shadow) - 3} more" if len(shadow) > 3 else "")
     yield ctx.finding("ld-shadow", "warn", f"LD_LIBRARY_PATH ({', '.join(dirs)}) shadows torch's own {names}",
                       f"the dynamic loader takes {shadow[0][1]} before torch's {shadow[0][2]}, so torch runs with "
@@ -1140,7 +1172,7 @@ def ld_library_path(ctx: Context) -> Findings:
     if not bundled:
         return
     entries = value.split(":")
-    shadowing = []
+    shadowing, covered = [], []
     for d in entries:
         if not d or not os.path.isabs(d):
             continue
@@ -1149,15 +1181,21 @@ def ld_library_path(ctx: Context) -> Findings:
         except OSError:
             continue
         libs = sorted({n for n in names if n.startswith(_SHADOWING_LIBS)})
-        if libs:
+        if libs and _selection_covers_torch(ctx, d):
+            covered.append(d)
+        elif libs:
             shadowing.append((d, libs))
     if not shadowing:
-        yield ctx.finding("ld-library-path", "ok", "LD_LIBRARY_PATH holds no CUDA libraries ahead of torch's own")
+        if covered:
+            yield ctx.finding("ld-library-path", "ok", f"LD_LIBRARY_PATH puts only the selected toolkit's CUDA "
+                              f"{major_minor(ctx.selected_release or '')} libraries ({covered[0]}) ahead of torch's "
+                              f"own CUDA {tc}: the same major, and no older")
+        else:
+            yield ctx.finding("ld-library-path", "ok", "LD_LIBRARY_PATH holds no CUDA libraries ahead of torch's own")
         return
     keep = [d for d in entries if d and d not in {s[0] for s in shadowing}]
-    fix = f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH"
-    if ctx.env.get("CUDAENV_LD_LIBRARY_PATH"):
-        fix = f"unset CUDAENV_LD_LIBRARY_PATH && {fix}"
+    fix = _ld_off_fix(ctx, [s[0] for s in shadowing],
+                      f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}" if keep else "unset LD_LIBRARY_PATH")
     d, libs = shadowing[0]
     yield ctx.finding("ld-library-path", "error", f"LD_LIBRARY_PATH puts {d} ({', '.join(libs[:3])}) ahead of torch's "
                       f"bundled CUDA {tc} libraries",

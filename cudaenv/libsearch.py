@@ -58,6 +58,30 @@ def _conf_dirs(path: str, seen: set[str]) -> list[str]:
     return dirs
 
 
+# What the dynamic loader searches after LD_LIBRARY_PATH (ldconfig writes it from ld.so.conf):
+# its stamp tells a bound venv that the loader's configuration may have changed.
+LOADER_CACHE = "/etc/ld.so.cache"
+
+
+def loader_has_other_copy(root: str, lib_dir: str, env=None) -> bool:
+    """Does the dynamic loader's own configuration (ld.so.conf, not LD_LIBRARY_PATH) find
+    another copy of a shared library that `lib_dir` (toolkit `root`'s) holds? Then a search
+    that asks the loader before CUDA_PATH (cuda-pathfinder) takes that copy, unless
+    LD_LIBRARY_PATH names `lib_dir` when the process starts."""
+    try:
+        names = os.listdir(lib_dir)
+    except OSError:
+        return False
+    # Sonames only (libcudart.so.13, libnvvm.so.4): what a dlopen by name asks for.
+    sonames = [n for n in names if ".so." in n and n.rsplit(".so.", 1)[1].isdigit()]
+    for d in system_dirs(env):
+        for n in sonames:
+            path = os.path.join(d, n)
+            if os.path.isfile(path) and not inside(os.path.realpath(path), os.path.realpath(root)):
+                return True
+    return False
+
+
 def system_dirs(env=None) -> list[str]:
     """The directories the loader's cache covers: CUDAENV_LOADER_DIRS (tests), else ld.so.conf's."""
     given = settings.value("CUDAENV_LOADER_DIRS", env)

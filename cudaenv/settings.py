@@ -62,8 +62,10 @@ _TABLE = (
     Setting("CUDAENV_SYSTEM_SEARCH", "/usr/local/cuda:/usr/local/cuda-*:/opt/cuda*:"
             "/usr/lib/nvidia-cuda-toolkit:pip", "Where a `system` selection looks for toolkits: "
             "colon-separated globs; `pip` stands for the target Python's nvidia wheels.", "discover"),
-    Setting("CUDAENV_LD_LIBRARY_PATH", "", "`1`: the hook and `cudaenv exec` also put the toolkit's lib64 "
-            "on LD_LIBRARY_PATH.", "activation, hooks"),
+    Setting("CUDAENV_LD_LIBRARY_PATH", "", "`0`: the hook, the shims, `cudaenv exec`, `cudaenv env` and a bound "
+            "venv leave LD_LIBRARY_PATH alone; otherwise they put the toolkit's lib64 first on it, so a library "
+            "search (cuda-pathfinder: numba-cuda, CuPy) finds the selection before /etc/ld.so.conf's toolkit.",
+            "activation, hooks"),
     Setting("CUDAENV_HOST_COMPILER", "auto", "`auto`: when a toolkit's nvcc refuses the default host compiler, "
             "apply a compatible one found here (NVCC_CCBIN, CUDAHOSTCXX); `off`: never.", "hostcc, rehash"),
     Setting("CUDAENV_HOST_COMPILER_SEARCH", "/usr/local/bin:/usr/bin:/usr/lib/gcc:/usr/lib64/gcc:/opt/rh",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import activation, aliases, programs, safeopen, selection, store, venvstart
+from . import activation, aliases, libsearch, programs, safeopen, selection, store, venvstart
 from .errors import CudaenvError, InputError
 from .versionfile import ENV_VAR
 
@@ -139,7 +139,16 @@ def _answer(project: str, store_root: str, env) -> tuple[selection.Resolved, lis
     resolved = _locate(sel, env)
     if sel.source == ENV_VAR or sel.spec.is_system:
         return resolved, None
-    return resolved, _stamps(project, sel, env)
+    return resolved, _stamps(project, sel, env) + [venvstart.stamp(libsearch.LOADER_CACHE)]
+
+
+def _loader_other(root: str, env) -> str:
+    """The record's ld_other: "1" when activation puts the toolkit's lib dir on LD_LIBRARY_PATH
+    and the loader's configuration has another copy of one of its libraries, so the interpreter
+    is restarted to give its own loader that LD_LIBRARY_PATH (venvstart.restart_with_ld)."""
+    if not activation.ld_library_path_wanted(env):
+        return ""
+    return "1" if libsearch.loader_has_other_copy(root, activation.lib_dir(root), env) else ""
 
 
 def _locate(sel: selection.Selection, env) -> selection.Resolved:
@@ -179,14 +188,17 @@ def start_slow(record_path: str) -> None:
         raise BindError(f"cannot read the binding record: {e}") from None
     resolved, stamps = _answer(record.get("project"), record.get("store"), os.environ)
     root = str(resolved.root)
-    if stamps is not None and (record.get("root") != root or record.stamps != stamps):
-        record.values["root"], record.stamps = root, stamps
+    ld_other = _loader_other(root, os.environ)
+    if stamps is not None and (record.get("root") != root or record.stamps != stamps
+                               or record.get("ld_other") != ld_other):
+        record.values["root"], record.stamps, record.values["ld_other"] = root, stamps, ld_other
         venvstart.keep_answers_for(record, root)
         try:
             if os.stat(record_path).st_uid == os.geteuid():  # another user's venv: theirs to rewrite
                 venvstart.write_record(record_path, record)
         except OSError:
             pass  # a read-only venv: every start takes this path, and still applies the right toolkit
+    record.values["ld_other"] = ld_other
     venvstart.apply(root, record_path, record)
 
 
@@ -224,7 +236,8 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
     resolved, stamps = _answer(str(proj), store_root, files_env)
     record = venvstart.record_path(prefix)
     pth, stub, _ = _files(prefix, site)
-    values = {"project": str(proj), "store": store_root, "site": site, "root": str(resolved.root) if stamps else ""}
+    values = {"project": str(proj), "store": store_root, "site": site, "root": str(resolved.root) if stamps else "",
+              "ld_other": _loader_other(str(resolved.root), files_env)}
     try:
         # The record and the stub before the .pth: a start in between sees no binding, never half of one.
         venvstart.write_record(record, venvstart.Record(values, stamps or []))

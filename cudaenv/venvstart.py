@@ -34,6 +34,9 @@ MARKER = "CUDAENV_BOUND_VENV"  # set in the bound Python's environment: the venv
 # interpreter started with, which is all its own dynamic loader ever reads (glibc reads it once,
 # when a program is executed); the doctor judges the interpreter's own library loads by it.
 LD_AT_START = "CUDAENV_LD_AT_START"
+# Set across the one re-execution of the interpreter that gives its own loader LD_LIBRARY_PATH
+# (restart_with_ld): the restarted process sees it, drops it, and never restarts again.
+LD_RESTARTED = "CUDAENV_LD_RESTARTED"
 FORMAT = "cudaenv-binding 1"
 RECORD_LIMIT = 64 * 1024
 MEMO_LIMIT = 8  # answers of activation kept per record (a unit, an IDE, a terminal...)
@@ -187,17 +190,46 @@ def _variables(root: str, path: str, record: Record) -> dict[str, str]:
     return answer
 
 
+def restart_with_ld() -> None:
+    """Execute this interpreter again, with the same arguments and the environment it now has.
+    Why: glibc reads LD_LIBRARY_PATH once, when a program is executed, so what the binding put
+    there reaches the interpreter's children but not its own dlopen calls; where the loader's
+    configuration holds another toolkit's copy of a library (record's ld_other), cuda-pathfinder
+    in this process (numba-cuda, CuPy) would take that one. This runs before any program code
+    (site's .pth stage), so nothing is lost but the first start's time. Only a plain CPython or
+    PyPy executable with its original argv (3.10+) is restarted; an embedding host is not."""
+    import sys
+
+    argv = getattr(sys, "orig_argv", None)
+    exe = sys.executable
+    if not argv or not exe or not os.path.isabs(exe) or not os.path.basename(exe).startswith(("python", "pypy")):
+        return
+    os.environ[LD_RESTARTED] = "1"
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        os.execv(exe, argv)
+    except OSError:
+        os.environ.pop(LD_RESTARTED, None)  # not allowed here (a sandbox): doctor still says so
+
+
 def apply(root: str, path: str, record: Record) -> None:
     """Apply toolkit `root` to this process, so it and every child it starts use it.
     A child that runs cudaenv (a unit has no CUDAENV_ROOT) finds the same store."""
+    restarted = os.environ.pop(LD_RESTARTED, None)
     before = os.environ.get("LD_LIBRARY_PATH")
     os.environ.update(_variables(root, path, record))
     os.environ[MARKER] = os.path.dirname(path)
+    os.environ.setdefault("CUDAENV_ROOT", record.get("store"))
     if os.environ.get("LD_LIBRARY_PATH") != before:
         os.environ[LD_AT_START] = before or ""
+        if record.get("ld_other") == "1" and not restarted:
+            restart_with_ld()
     else:
         os.environ.pop(LD_AT_START, None)
-    os.environ.setdefault("CUDAENV_ROOT", record.get("store"))
 
 
 def start(path: str) -> bool:

@@ -425,6 +425,27 @@ MUTATIONS = [
              "exec and env replace the host compiler the user named in CC", tests=["tests/test_hostcc.py"]),
     Mutation("C16", "cudaenv/hostcc_rules.py", 'lines.append("#define __NV_NO_HOST_COMPILER_CHECK 1")', "pass",
              "the table says -allow-unsupported-compiler lifts nothing", tests=["tests/test_hostcc.py"]),
+    # The library search: the selection's lib64 on LD_LIBRARY_PATH by default, a bound venv's restart.
+    Mutation("LP1", "cudaenv/activation.py", 'return settings.get("CUDAENV_LD_LIBRARY_PATH", env) != "0"',
+             'return settings.get("CUDAENV_LD_LIBRARY_PATH", env) == "1"',
+             "exec and env leave LD_LIBRARY_PATH alone unless asked: the loader's toolkit wins a library search",
+             tests=["tests/test_cli.py::test_exec_puts_lib64_first_on_ld_library_path_unless_turned_off"]),
+    Mutation("LP2", "shims/select.sh", 'if [ "${CUDAENV_LD_LIBRARY_PATH-}" != 0 ]; then',
+             'if [ "${CUDAENV_LD_LIBRARY_PATH-}" = 1 ]; then',
+             "the shims and the hook leave LD_LIBRARY_PATH alone unless asked",
+             tests=["tests/test_shims.py::test_ld_library_path_unless_turned_off"]),
+    Mutation("LP3", "cudaenv/venvstart.py", 'if record.get("ld_other") == "1" and not restarted:',
+             "if False:", "a bound venv never restarts: its own cuda-pathfinder takes the loader's libnvvm",
+             tests=["tests/test_doctor_libraries.py::"
+                    "test_a_bound_venv_restarts_its_interpreter_so_its_own_loader_takes_the_selection"]),
+    Mutation("LP4", "cudaenv/diagnostics.py", "return mine[0] == theirs[0] and mine >= theirs",
+             "return mine[0] == theirs[0] and mine > theirs",
+             "the selection of torch's own CUDA release is called a shadow of torch's libraries",
+             tests=["tests/test_doctor_libraries.py::test_ld_library_path_shadowing_torchs_own_libraries"]),
+    Mutation("LP5", "cudaenv/libsearch.py",
+             "if os.path.isfile(path) and not inside(os.path.realpath(path), os.path.realpath(root)):",
+             "if os.path.isfile(path):", "every bound venv restarts at every start, even with nothing to gain",
+             tests=["tests/test_doctor_libraries.py::test_a_bound_venv_without_another_copy_in_the_loader_starts_once"]),
 ]
 
 

@@ -537,7 +537,7 @@ function __cudaenv_apply -a root
     set -gx CUDACXX $root/bin/nvcc
     set -gx PATH $root/bin (__cudaenv_list_without "$CUDAENV_PATH_ENTRY" $PATH)
     set -gx CUDAENV_PATH_ENTRY $root/bin
-    if test "$CUDAENV_LD_LIBRARY_PATH" = 1
+    if test "$CUDAENV_LD_LIBRARY_PATH" != 0
         set -l lib $root/lib
         test -d $root/lib64; and set lib $root/lib64
         set -gx LD_LIBRARY_PATH $lib (__cudaenv_list_without "$CUDAENV_LD_ENTRY" $LD_LIBRARY_PATH)

@@ -354,7 +354,7 @@ _cudaenv_apply() {
     esac
     export PATH="$1/bin${_ce_list:+:$_ce_list}"
     export CUDAENV_PATH_ENTRY="$1/bin"
-    if [ "${CUDAENV_LD_LIBRARY_PATH-}" = 1 ]; then
+    if [ "${CUDAENV_LD_LIBRARY_PATH-}" != 0 ]; then
         lib=$1/lib
         [ -d "$1/lib64" ] && lib=$1/lib64
         _cudaenv_list_without "${LD_LIBRARY_PATH-}" "${CUDAENV_LD_ENTRY-}"

@@ -567,10 +567,11 @@ def agrees(result: str, status: str) -> bool:
     return (status == "ok") == (result in ("selected", TRITON_OWN))
 
 
-# The library consumers again with CUDAENV_LD_LIBRARY_PATH=1, the fix doctor gives where a
-# library comes from the loader's configuration: in the modes that apply the selection (the
-# shims apply nothing to a library search). Triton loads no toolkit library.
-LD_SETTING = {"CUDAENV_LD_LIBRARY_PATH": "1"}
+# The library consumers again with CUDAENV_LD_LIBRARY_PATH=0, the user's way to keep cudaenv
+# off LD_LIBRARY_PATH: in the modes that apply the selection (the shims apply nothing to a
+# library search). Triton loads no toolkit library.
+LD_SETTING = {"CUDAENV_LD_LIBRARY_PATH": "0"}
+LD_TITLE = "`CUDAENV_LD_LIBRARY_PATH=0`"
 LD_MODES = ("hook", "exec", "venv")
 LD_CONSUMERS = tuple(c for c in LIBRARY_CONSUMERS if c in NEEDS_NVRTC)
 
@@ -624,7 +625,8 @@ SAFETY = {
             "wraps them; zsh has `chpwd`, fish a `PWD` event), so `bash -ic 'cd proj && build'`, which never "
             "shows a prompt, gets the project's toolkit. A script run as `bash build.sh` inherits the "
             "variables of the shell that started it, which were set for that shell's directory. A library "
-            "consumer gets `CUDA_PATH`, which a library the loader's configuration names beats (above).",
+            "consumer gets the toolkit's `lib64` first on `LD_LIBRARY_PATH`, which comes before the loader's "
+            "configuration (above).",
     "shims": "Safe for builds that run `nvcc` by name (CMake, make, ninja), in and out of tree: a shim "
              "that finds no version file from its own directory up takes the selection of the nearest "
              "ancestor process whose working directory has one, so a build started in the project is "
@@ -649,8 +651,10 @@ SAFETY = {
             "judges the venv's own packages and names the binding. The toolkit is the bound project's wherever "
             "the interpreter works, even in another project's directory. Not covered: a build that the venv's "
             "Python does not start (a terminal's `cmake`: the hook or `cudaenv exec` there), `python -S`, and an "
-            "interpreter already running when `.cuda-version` changes (its next start follows the file). A library "
-            "consumer in the interpreter itself gets `CUDA_PATH` as with the hook, but not `LD_LIBRARY_PATH` (above).",
+            "interpreter already running when `.cuda-version` changes (its next start follows the file). For a library "
+            "consumer in the interpreter itself, where the loader's configuration has another copy of one of the "
+            "toolkit's libraries, the binding executes the interpreter once more, before the program runs, so "
+            "that its own loader reads `LD_LIBRARY_PATH` (above).",
 }
 
 
@@ -676,14 +680,17 @@ NVIDIA's wheels, then `$CONDA_PREFIX`, then the dynamic loader (`LD_LIBRARY_PATH
 one: `/etc/ld.so.conf.d` names `/usr/local/cuda-13.0/lib`, which has libnvvm and libcudart
 but no libnvrtc. So:
 
-- **hook, `cudaenv exec`, venv binding**: mixed. They set `CUDA_PATH`, and libnvrtc and
-  libdevice come from the selection through it, but the loader's configuration wins for
-  libnvvm and libcudart: numba-cuda's PTX is written by `/usr/local/cuda-13.0`'s NVVM with the
-  selection's libdevice. doctor warns (`lib-nvvm`, `lib-cudart`) and gives the fix,
-  `export CUDAENV_LD_LIBRARY_PATH=1 && eval "$(cudaenv env)"`: `LD_LIBRARY_PATH` stays off by
-  default because it also comes before the RUNPATH with which torch's wheels find their own
-  CUDA libraries (doctor's `ld-shadow`). CuPy loads only libnvrtc (it links the CUDA runtime
-  statically), so it builds with the selection.
+- **hook, `cudaenv exec`, venv binding**: selected. Besides `CUDA_PATH` they put the
+  selection's `lib64` first on `LD_LIBRARY_PATH`, which the loader searches before its
+  configuration, so libnvvm and libcudart come from the selection too. glibc reads
+  `LD_LIBRARY_PATH` once, when a program is executed, so the venv binding, which sets it in
+  an interpreter already running, executes that interpreter once more with it, before the
+  program's code runs (only where the loader's configuration has another copy of one of the
+  toolkit's libraries, as here; elsewhere `CUDA_PATH` is enough and it starts once).
+  `LD_LIBRARY_PATH` also comes before the RUNPATH with which torch's wheels find their own CUDA
+  libraries: doctor's `ld-shadow` and `ld-library-path` accept the selection's there when it is of
+  torch's CUDA major and no older (NVIDIA's libraries stay compatible within a major), and warn,
+  with `CUDAENV_LD_LIBRARY_PATH=0` in the fix, where it is older.
 - **shims only**: nothing sets `CUDA_PATH` (the shims apply the selection to the toolkit's
   programs, which a library search never runs), so nothing finds libnvrtc and cuda-pathfinder,
   numba-cuda and CuPy fail; doctor says so (`lib-nvrtc`, an error) and gives the fix,
@@ -696,14 +703,13 @@ but no libnvrtc. So:
 """
 
 LD_TEXT = """\
-With `CUDAENV_LD_LIBRARY_PATH=1`, doctor's fix, the hook and `cudaenv exec` put the
-selection's `lib64` first on `LD_LIBRARY_PATH`, and every library comes from the selection. The
-venv binding sets it too, when the interpreter starts, but glibc reads `LD_LIBRARY_PATH` once,
-when a program is executed: it reaches every process the interpreter starts, not the
-interpreter's own loader, and cuda-pathfinder running in it still takes the loader's libnvvm.
-doctor run by that interpreter says so (`lib-nvvm: ... in this Python itself`) and gives the
-fix: start the interpreter with `LD_LIBRARY_PATH` (an IDE's run configuration, a kernel spec's
-`env`, a unit's `Environment=`; `cudaenv env --format systemd` prints it).
+With `CUDAENV_LD_LIBRARY_PATH=0`, the hook, `cudaenv exec` and the venv binding leave
+`LD_LIBRARY_PATH` alone and set only `CUDA_PATH`: libnvrtc and libdevice come from the
+selection through it, but the loader's configuration wins for libnvvm and libcudart, and
+numba-cuda's PTX is written by `/usr/local/cuda-13.0`'s NVVM with the selection's libdevice.
+doctor warns (`lib-nvvm`, `lib-cudart`) and its fix turns the setting back on:
+`unset CUDAENV_LD_LIBRARY_PATH && eval "$(cudaenv env)"`. CuPy loads only libnvrtc (it links
+the CUDA runtime statically), so it builds with the selection either way.
 """
 
 
@@ -761,7 +767,7 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
         lines.append("| " + " | ".join(row) + " |")
     lines += ["", "## Library consumers", "", *LIBRARIES.splitlines()]
     if ld_cells:
-        lines += ["", "### With `CUDAENV_LD_LIBRARY_PATH=1`", "", *LD_TEXT.splitlines(), "",
+        lines += ["", f"### With {LD_TITLE}", "", *LD_TEXT.splitlines(), "",
                   "| consumer | " + " | ".join(MODE_TITLES[m] for m in LD_MODES) + " |",
                   "|---|" + "---|" * len(LD_MODES)]
         for consumer in LD_CONSUMERS:
@@ -772,8 +778,8 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
                 for check, st, text, fix in found:
                     key = _generic(f"[{st}] {check}: {text}" + (f"\n  fix: {fix}" if fix else ""))
                     where = said.setdefault(key, [])
-                    if f"{MODE_TITLES[mode]}, `CUDAENV_LD_LIBRARY_PATH=1`" not in where:
-                        where.append(f"{MODE_TITLES[mode]}, `CUDAENV_LD_LIBRARY_PATH=1`")
+                    if f"{MODE_TITLES[mode]}, {LD_TITLE}" not in where:
+                        where.append(f"{MODE_TITLES[mode]}, {LD_TITLE}")
             lines.append("| " + " | ".join(row) + " |")
     lines += ["", "## Which modes are safe for JIT builds", ""]
     for mode in MODES:

@@ -143,7 +143,7 @@ def test_exec_applies_the_environment(box):
     assert got["CUDACXX"] == root + "/bin/nvcc"
     path = got["PATH"].split(":")
     assert path[0] == root + "/bin" and "/old/cuda/bin" not in path
-    assert got["LD_LIBRARY_PATH"] == env.get("LD_LIBRARY_PATH")
+    assert got["LD_LIBRARY_PATH"].split(":")[0] == root + "/lib64"
     # The exit status of the command is passed through.
     assert run(["exec", "--", "sh", "-c", "exit 7"], env, box["proj"]).returncode == 7
     p = run(["exec", "--", "nvcc", "-c", "x.cu"], env, box["proj"])
@@ -176,11 +176,17 @@ def test_env_flags_follow_the_rest_of_the_cli(box):
     assert p.returncode == 64 and "two formats" in p.stderr
 
 
-def test_exec_ld_library_path_is_opt_in(box):
+@pytest.mark.parametrize("setting", [None, "1", "0"])
+def test_exec_puts_lib64_first_on_ld_library_path_unless_turned_off(box, setting):
+    """On by default, so a library search that asks the dynamic loader before CUDA_PATH
+    (cuda-pathfinder) finds the selection; CUDAENV_LD_LIBRARY_PATH=0 leaves it alone."""
     (box["proj"] / ".cuda-version").write_text("13.0\n")
-    env = dict(box["env"], CUDAENV_LD_LIBRARY_PATH="1", LD_LIBRARY_PATH="/x")
+    env = dict(box["env"], LD_LIBRARY_PATH="/x")
+    if setting is not None:
+        env["CUDAENV_LD_LIBRARY_PATH"] = setting
     p = run(["exec", "--", "sh", "-c", 'echo "$LD_LIBRARY_PATH"'], env, box["proj"])
-    assert p.stdout.strip() == str(box["root"] / "versions" / "13.0.2" / "lib64") + ":/x"
+    lib = str(box["root"] / "versions" / "13.0.2" / "lib64")
+    assert p.stdout.strip() == ("/x" if setting == "0" else f"{lib}:/x")
 
 
 def test_env_sh_format_evaluates_in_bash(box):

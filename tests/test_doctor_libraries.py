@@ -57,13 +57,18 @@ def test_numba_cuda_without_nvrtc_is_an_error_with_the_install_that_adds_it(tmp_
 
 
 def test_a_loader_configured_libnvvm_beats_cuda_path_and_the_fix_applies_ld_library_path(tmp_path):
+    """cuda-pathfinder asks the dynamic loader before CUDA_PATH, and the loader's configuration
+    names a system toolkit's libnvvm: the selection reaches it only through LD_LIBRARY_PATH,
+    which activation sets by default. Turned off, doctor warns, and its fix turns it on again."""
     m, tk, sys_lib = numba_machine(tmp_path)
-    env = m.env()
-    r = doctor(m, env, 'eval "$(cudaenv env)"')  # the hook's or exec's variables: CUDA_PATH, not LD_LIBRARY_PATH
+    r = doctor(m, m.env(), 'eval "$(cudaenv env)"')  # the hook's or exec's variables
+    assert "[ok]    lib-nvvm: cuda-pathfinder and numba-cuda load libnvvm from the selected toolkit" in r.stdout, r.stdout
+    env = m.env(CUDAENV_LD_LIBRARY_PATH="0")
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
     assert (f"[warn]  lib-nvvm: cuda-pathfinder and numba-cuda load {sys_lib}/libnvvm.so.4, not libnvvm of the "
             f"selected toolkit {tk}") in r.stdout, r.stdout
     fix = fix_of(r.stdout, "lib-nvvm")
-    assert fix == 'export CUDAENV_LD_LIBRARY_PATH=1 && eval "$(cudaenv env)"'
+    assert fix == 'unset CUDAENV_LD_LIBRARY_PATH && eval "$(cudaenv env)"'
     r = doctor(m, env, fix)
     assert "[ok]    lib-nvvm: cuda-pathfinder and numba-cuda load libnvvm from the selected toolkit" in r.stdout, r.stdout
 
@@ -103,20 +108,40 @@ def test_meson_headers_follow_cuda_path(tmp_path):
 
 
 def test_ld_library_path_shadowing_torchs_own_libraries(tmp_path):
-    m = Machine(tmp_path, torch="2.9.0+cu130")
-    tk = m.managed_toolkit("13.0.2")
-    (m.proj / ".cuda-version").write_text("13.0\n")
-    own = m.site / "nvidia" / "cu13" / "lib"
-    own.mkdir(parents=True)
-    (own / "libcublas.so.13").write_bytes(b"\x7fELF torch's cublas")
-    (tk / "lib64" / "libcublas.so.13").write_bytes(b"\x7fELF toolkit cublas")
-    env = m.env(LD_LIBRARY_PATH=f"{tk}/lib64:/opt/other")
-    r = doctor(m, env)
+    """LD_LIBRARY_PATH comes before the RUNPATH of torch's libraries. cudaenv's own entry (the
+    selected toolkit's lib64, on by default) is fine when the selection is of torch's CUDA major
+    and no older: NVIDIA's libraries stay compatible within a major. An older selection's
+    libraries lack what torch's wheels need: doctor warns, and its fix turns the entry off."""
+    def machine(sub, torch):
+        m = Machine(tmp_path / sub, torch=torch)
+        tk = m.managed_toolkit("13.0.2")
+        (m.proj / ".cuda-version").write_text("13.0\n")
+        own = m.site / "nvidia" / "cu13" / "lib"
+        own.mkdir(parents=True)
+        (own / "libcublas.so.13").write_bytes(b"\x7fELF torch's cublas")
+        (tk / "lib64" / "libcublas.so.13").write_bytes(b"\x7fELF toolkit cublas")
+        return m, tk
+
+    m, tk = machine("same", "2.9.0+cu130")
+    r = doctor(m, m.env(LD_LIBRARY_PATH="/opt/other"), 'eval "$(cudaenv env)"')
+    assert "ld-shadow" not in r.stdout, r.stdout
+    assert (f"[ok]    ld-library-path: LD_LIBRARY_PATH puts only the selected toolkit's CUDA 13.0 libraries "
+            f"({tk}/lib64) ahead of torch's own CUDA 13.0") in r.stdout, r.stdout
+
+    m, tk = machine("older", "2.12.0+cu132")
+    env = m.env(LD_LIBRARY_PATH="/opt/other")
+    r = doctor(m, env, 'eval "$(cudaenv env)"')
     assert f"[warn]  ld-shadow: LD_LIBRARY_PATH ({tk}/lib64) shadows torch's own libcublas.so.13" in r.stdout, r.stdout
     fix = fix_of(r.stdout, "ld-shadow")
-    assert fix == "export LD_LIBRARY_PATH=/opt/other"
-    r = doctor(m, env, fix)
-    assert "ld-shadow" not in r.stdout
+    assert fix == "export CUDAENV_LD_LIBRARY_PATH=0 && export LD_LIBRARY_PATH=/opt/other"
+    r = doctor(m, env, f'eval "$(cudaenv env)" && {fix}')
+    assert "ld-shadow" not in r.stdout, r.stdout
+    # Another directory of the same libraries (a user's own /usr/local/cuda/lib64) is no selection.
+    other = tmp_path / "other-lib"
+    other.mkdir()
+    (other / "libcublas.so.13").write_bytes(b"\x7fELF another cublas")
+    r = doctor(m, dict(env, LD_LIBRARY_PATH=f"{other}:/opt/other"))
+    assert fix_of(r.stdout, "ld-shadow") == "export LD_LIBRARY_PATH=/opt/other", r.stdout
 
 
 def add_nvrtc(tk):
@@ -158,32 +183,59 @@ def test_cupy_needs_libnvrtc(tmp_path):
     assert "[ok]    lib-nvrtc: cuda-pathfinder and cupy load libnvrtc from the selected toolkit" in r.stdout, r.stdout
 
 
-def test_a_bound_venvs_ld_library_path_does_not_reach_its_own_loader(tmp_path):
-    """CUDAENV_LD_LIBRARY_PATH=1 with a venv binding: the binding sets LD_LIBRARY_PATH when the
-    interpreter starts, after glibc read it, so the interpreter's own cuda-pathfinder still
-    takes the loader-configured libnvvm (the build-mode harness traced it). doctor run by that
-    interpreter says so instead of judging by the LD_LIBRARY_PATH its children get; started with
-    LD_LIBRARY_PATH (the fix), the interpreter loads the selection's."""
+def test_a_bound_venv_restarts_its_interpreter_so_its_own_loader_takes_the_selection(tmp_path):
+    """The venv binding sets LD_LIBRARY_PATH when the interpreter starts, after glibc read it, so
+    without more the interpreter's own cuda-pathfinder would take the loader-configured libnvvm
+    (the build-mode harness traced it). Where the loader's configuration has such a copy, the
+    binding executes the interpreter once more with the variable set: doctor run by it finds the
+    selection's. Where that restart cannot happen (here: the marker of one already made), doctor
+    says so, and the interpreter started with LD_LIBRARY_PATH (the fix) loads the selection's."""
     m, tk, sys_lib = numba_machine(tmp_path)
-    env = m.env(CUDAENV_LD_LIBRARY_PATH="1")
+    env = m.env()
     p = m.cli("venv", "bind", "--venv", str(m.venv), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     # The venv's python as an IDE starts it, running doctor about itself as a child.
-    code = ("import subprocess, sys; sys.exit(subprocess.call(['bash', '-c', sys.argv[1]]))")
+    code = ("import os, subprocess, sys; print('pid', os.getpid(), os.environ.get('LD_LIBRARY_PATH'), flush=True); "
+            "sys.exit(subprocess.call(['bash', '-c', sys.argv[1]]))")
 
-    def doctor_in_venv(prefix=""):
+    def doctor_in_venv(prefix="", **extra):
         script = f"{sys.executable} -m cudaenv doctor --python {m.python}"
-        return subprocess.run(["bash", "-c", f"{prefix + ' && ' if prefix else ''}{m.python} -c {shlex.quote(code)} "
-                               f"{shlex.quote(script)}"], cwd=m.home, env=env, capture_output=True, text=True)
+        return subprocess.run(["bash", "-c", f"{prefix + ' && ' if prefix else ''}exec {m.python} -c "
+                               f"{shlex.quote(code)} {shlex.quote(script)}"], cwd=m.home, env=dict(env, **extra),
+                              capture_output=True, text=True)
 
     r = doctor_in_venv()
+    assert r.stdout.splitlines()[0].split()[2] == f"{tk}/lib64", r.stdout  # its own LD_LIBRARY_PATH
+    assert "[ok]    lib-nvvm: cuda-pathfinder and numba-cuda load libnvvm from the selected toolkit" in r.stdout, r.stdout
+    assert r.stdout.count("pid ") == 1  # the program ran once: the restart came before it
+
+    r = doctor_in_venv(CUDAENV_LD_RESTARTED="1")
     assert (f"[warn]  lib-nvvm: cuda-pathfinder and numba-cuda load {sys_lib}/libnvvm.so.4 in this Python itself, "
             f"not libnvvm of the selected toolkit {tk}") in r.stdout, r.stdout
     fix = fix_of(r.stdout, "lib-nvvm")
     assert fix == f"export LD_LIBRARY_PATH={tk}/lib64"
-    r = doctor_in_venv(fix)
+    r = doctor_in_venv(fix, CUDAENV_LD_RESTARTED="1")
     assert "[ok]    lib-nvvm: cuda-pathfinder and numba-cuda load libnvvm from the selected toolkit" in r.stdout, r.stdout
     # doctor in a shell (not the bound interpreter's child) judges a fresh start: the binding's
     # variables are not there, and the ordinary finding stands.
     r = doctor(m, env, 'eval "$(cudaenv env)"')
     assert "in this Python itself" not in r.stdout and "[ok]    lib-nvvm" in r.stdout, r.stdout
+
+
+def test_a_bound_venv_without_another_copy_in_the_loader_starts_once(tmp_path):
+    """The loader's configuration has no other copy of the toolkit's libraries (here it names
+    the toolkit's own libnvvm, as where the selection is the system toolkit ld.so.conf names):
+    the record says so (ld_other empty), and the interpreter is not started again."""
+    m, tk, sys_lib = numba_machine(tmp_path)
+    (sys_lib / "libnvvm.so.4").unlink()
+    (sys_lib / "libnvvm.so.4").symlink_to(tk / "nvvm" / "lib64" / "libnvvm.so.4")
+    env = m.env()
+    assert m.cli("venv", "bind", "--venv", str(m.venv), env=env).returncode == 0
+    record = (m.venv / "cudaenv-binding.cfg").read_text()
+    assert "ld_other=\n" in record, record
+    trace = tmp_path / "trace"
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), str(m.python), "-c",
+                        "import os; print(os.environ['LD_LIBRARY_PATH'])"], cwd=m.home, env=env,
+                       capture_output=True, text=True)
+    assert p.stdout.strip() == f"{tk}/lib64", p.stderr
+    assert trace.read_text().count("execve(") == 1, trace.read_text()

@@ -94,7 +94,7 @@ def modes(root: Path) -> dict[str, dict]:
     return {
         "shims only": bare,
         "hook, exec, venv binding": activation.applied(root, bare),
-        "... with CUDAENV_LD_LIBRARY_PATH=1": activation.applied(root, dict(bare, CUDAENV_LD_LIBRARY_PATH="1")),
+        "... with CUDAENV_LD_LIBRARY_PATH=0": activation.applied(root, dict(bare, CUDAENV_LD_LIBRARY_PATH="0")),
     }
 
 
@@ -120,13 +120,14 @@ def test_the_doctor_replays_pathfinders_search_in_every_mode(pathfinder, selecte
 
 @pytest.mark.network
 def test_which_toolkit_each_library_comes_from_per_mode(pathfinder, selected):
-    """What cudaenv guarantees, per mode: with LD_LIBRARY_PATH every library comes from the
-    selection; with CUDA_PATH alone, a library the loader's configuration provides (a system
-    toolkit's /etc/ld.so.conf.d entry) comes from there instead, and the doctor says so."""
+    """What cudaenv guarantees, per mode: with LD_LIBRARY_PATH (the default) every library comes
+    from the selection; with CUDA_PATH alone (CUDAENV_LD_LIBRARY_PATH=0), a library the loader's
+    configuration provides (a system toolkit's /etc/ld.so.conf.d entry) comes from there
+    instead, and the doctor says so."""
     m = modes(selected)
-    full = ask(pathfinder, m["... with CUDAENV_LD_LIBRARY_PATH=1"], "nvrtc", "nvvm")
+    full = ask(pathfinder, m["hook, exec, venv binding"], "nvrtc", "nvvm")
     assert all(libsearch.inside(full[n]["path"], str(selected)) for n in ("nvrtc", "nvvm")), full
-    exec_mode = ask(pathfinder, m["hook, exec, venv binding"], "nvvm")["nvvm"]
+    exec_mode = ask(pathfinder, m["... with CUDAENV_LD_LIBRARY_PATH=0"], "nvvm")["nvvm"]
     system_nvvm = libsearch.dlopen_path(libsearch.libraries()["pathfinder"]["nvvm"]["sonames"], m["shims only"])
     if system_nvvm:
         assert exec_mode["via"] == "system-search" and not libsearch.inside(exec_mode["path"], str(selected))
@@ -185,10 +186,11 @@ def numba_python():
 
 @pytest.mark.network
 def test_numba_cuda_takes_its_libraries_where_the_doctor_says(numba_python, selected):
-    """numba-cuda (through cuda-pathfinder): with the hook's or exec's variables, libnvrtc and
+    """numba-cuda (through cuda-pathfinder): with CUDAENV_LD_LIBRARY_PATH=0, libnvrtc and
     libdevice come from the selection but libnvvm from a toolkit the loader's configuration
-    names, as the doctor's lib-nvvm says; with CUDAENV_LD_LIBRARY_PATH=1 all three come from
-    the selection; with shims only it fails without libnvrtc, as consumers.json's symptom says."""
+    names, as the doctor's lib-nvvm says; with the hook's or exec's variables (LD_LIBRARY_PATH
+    too) all three come from the selection; with shims only it fails without libnvrtc, as
+    consumers.json's symptom says."""
     m = modes(selected)
 
     def numba(env):
@@ -196,13 +198,13 @@ def test_numba_cuda_takes_its_libraries_where_the_doctor_says(numba_python, sele
         assert p.returncode == 0, p.stderr
         return json.loads(p.stdout)
 
-    exec_mode = numba(m["hook, exec, venv binding"])
+    off = numba(m["... with CUDAENV_LD_LIBRARY_PATH=0"])
     for lib in ("nvrtc", "libdevice"):
-        assert libsearch.inside(exec_mode[lib]["path"], str(selected)), exec_mode
-    model, via = libsearch.pathfinder_find("nvvm", m["hook, exec, venv binding"])
-    assert os.path.realpath(exec_mode["nvvm"]["path"]) == os.path.realpath(model)
-    assert exec_mode["nvvm"]["via"] == via
-    full = numba(m["... with CUDAENV_LD_LIBRARY_PATH=1"])
+        assert libsearch.inside(off[lib]["path"], str(selected)), off
+    model, via = libsearch.pathfinder_find("nvvm", m["... with CUDAENV_LD_LIBRARY_PATH=0"])
+    assert os.path.realpath(off["nvvm"]["path"]) == os.path.realpath(model)
+    assert off["nvvm"]["via"] == via
+    full = numba(m["hook, exec, venv binding"])
     assert all(libsearch.inside(full[lib]["path"], str(selected)) for lib in ("nvvm", "nvrtc", "libdevice")), full
     if libsearch.pathfinder_find("nvrtc", m["shims only"])[0] is None:
         symptom = libsearch.libraries()["consumers"]["numba-cuda"]["symptom"]

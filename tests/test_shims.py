@@ -64,7 +64,7 @@ def test_shim_runs_selected_nvcc_with_its_environment(store):
     assert got["CUDACXX"] == f"{tk}/bin/nvcc"
     assert got["PATH"] == f"{tk}/bin:/usr/bin:/bin"
     assert got["CUDAENV_PATH_ENTRY"] == f"{tk}/bin"
-    assert "LD_LIBRARY_PATH" not in got
+    assert got["LD_LIBRARY_PATH"] == got["CUDAENV_LD_ENTRY"] == f"{tk}/lib64"
     # The same environment Python computes for `cudaenv exec`/`env`.
     from cudaenv import activation
     expected = activation.toolkit_env(tk, env)
@@ -86,16 +86,19 @@ def test_ptxas_shim(store):
     assert p.stdout.strip() == f"stub-ptxas release=12.8.1 CUDA_HOME={root}/versions/12.8.1"
 
 
-def test_ld_library_path_only_on_request(store):
+@pytest.mark.parametrize("setting", [None, "1", "0"])
+def test_ld_library_path_unless_turned_off(store, setting):
     root, env, cwd = store
-    env = dict(env, CUDAENV_LD_LIBRARY_PATH="1", LD_LIBRARY_PATH="/opt/lib")
+    env = dict(env, LD_LIBRARY_PATH="/opt/lib")
+    if setting is not None:
+        env["CUDAENV_LD_LIBRARY_PATH"] = setting
     tk = root / "versions" / "12.8.1"
-    (tk / "bin" / "showld").write_text('#!/bin/sh\necho "$LD_LIBRARY_PATH|$CUDAENV_LD_ENTRY"\n')
+    (tk / "bin" / "showld").write_text('#!/bin/sh\necho "$LD_LIBRARY_PATH|${CUDAENV_LD_ENTRY-}"\n')
     (tk / "bin" / "showld").chmod(0o755)
     (root / "extra-shims").write_text("showld\n")
     assert cudaenv(env, "rehash").returncode == 0
     p = run_shim(root, "showld", env, cwd)
-    assert p.stdout.strip() == f"{tk}/lib64:/opt/lib|{tk}/lib64"
+    assert p.stdout.strip() == ("/opt/lib|" if setting == "0" else f"{tk}/lib64:/opt/lib|{tk}/lib64")
 
 
 def test_missing_binary_in_selected_toolkit(store):
