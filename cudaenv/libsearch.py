@@ -24,13 +24,16 @@ import glob
 import os
 
 from . import settings
-from .data import load
 
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")  # searched after ld.so.cache, as glibc does
 LD_SO_CONF = "/etc/ld.so.conf"
 
 
 def libraries() -> dict:
+    # Imported here: a bound venv's start-up asks loader_has_other_copy, and cudaenv.data
+    # (dataclasses, inspect) would cost it about 10 ms.
+    from .data import load
+
     return load("consumers.json")["libraries"]
 
 
