@@ -7,6 +7,7 @@ is applied in bash, after which the finding is gone.
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -239,3 +240,31 @@ def test_a_bound_venv_without_another_copy_in_the_loader_starts_once(tmp_path):
                        capture_output=True, text=True)
     assert p.stdout.strip() == f"{tk}/lib64", p.stderr
     assert trace.read_text().count("execve(") == 1, trace.read_text()
+
+
+def test_a_restart_keeps_the_programs_arguments_options_and_stdin(tmp_path):
+    """The restart executes the interpreter with its original argv before the program runs:
+    `-X` options, `-m module args`, and a script read from stdin (`python - args`) come
+    through, and the program runs once, in a process whose own LD_LIBRARY_PATH is the
+    selection's."""
+    m, tk, _ = numba_machine(tmp_path)
+    env = m.env()
+    assert m.cli("venv", "bind", "--venv", str(m.venv), env=env).returncode == 0
+    report = ("import json, os, sys; print(json.dumps([sys.argv[1:], sys.flags.utf8_mode, "
+              "os.environ.get('LD_LIBRARY_PATH'), 'CUDAENV_LD_RESTARTED' in os.environ, "
+              "'CUDAENV_LD_AT_START' in os.environ]))")
+    (m.home / "report.py").write_text(report + "\n")
+    runs = {
+        "stdin": ([str(m.python), "-X", "utf8", "-", "a b", "c"], report + "\n"),
+        "-m": ([str(m.python), "-X", "utf8", "-m", "report", "a b", "c"], None),
+        "-c": ([str(m.python), "-X", "utf8", "-c", report, "a b", "c"], None),
+    }
+    for how, (argv, stdin) in runs.items():
+        p = subprocess.run(argv, input=stdin, cwd=m.home, env=dict(env, PYTHONPATH=str(m.home)) if how == "-m" else env,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, (how, p.stderr)
+        lines = p.stdout.splitlines()
+        assert len(lines) == 1, (how, p.stdout)  # the program ran once
+        args, utf8, ld, marker, set_late = json.loads(lines[0])
+        assert args == ["a b", "c"] and utf8 == 1 and ld.split(":")[0] == f"{tk}/lib64" and not marker, (how, lines)
+        assert not set_late, (how, lines)  # the process that ran it started with LD_LIBRARY_PATH
