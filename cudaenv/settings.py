@@ -154,6 +154,9 @@ _TABLE = (
     Setting("CUDAENV_LD_AT_START", "", "Set by a bound venv's Python at start-up where its binding changed "
             "LD_LIBRARY_PATH: the value the interpreter started with, which is all its own dynamic loader reads; "
             "the doctor judges that interpreter's own library loads by it.", "venvstart, diagnostics"),
+    Setting("CUDAENV_LD_RESTARTED", "", "Set for one moment by a bound venv's Python that executes itself "
+            "again so that its own dynamic loader reads LD_LIBRARY_PATH; the restarted interpreter removes it "
+            "and does not restart again.", "venvstart"),
     Setting("CUDAENV_VERSION_OLD", "", "Set by `cudaenv shell`: the value `cudaenv shell -` goes back to.",
             "shell"),
 )
@@ -164,7 +167,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in _TABLE}
 ENVIRONMENT_ONLY = frozenset({
     "CUDAENV_ROOT", "CUDAENV_VERSION", "CUDAENV_VERSION_FILE", "CUDAENV_SHARED_ROOTS", "CUDAENV_LD_LIBRARY_PATH",
     "CUDAENV_CONFIG", "CUDAENV_SYSTEM_CONFIG", "CUDAENV_PATH_ENTRY", "CUDAENV_LD_ENTRY", "CUDAENV_VERSION_OLD",
-    "CUDAENV_LD_AT_START",
+    "CUDAENV_LD_AT_START", "CUDAENV_LD_RESTARTED",
 })
 BY_KEY: dict[str, Setting] = {s.key: s for s in _TABLE}
 
