@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -6,6 +7,14 @@ import pytest
 
 # Test helpers (toolkits.py, sandbox.py, selection_cases.py) import as top-level modules.
 sys.path.insert(0, str(Path(__file__).parent))
+
+# A suite started in the background by a shell without job control (`cmd &` in a script, a
+# nohup'd CI run) inherits SIGINT ignored, Python keeps it so, and every command a test starts
+# would too: the tests that press Ctrl-C at an install would wait for an install that cannot
+# hear it. An ignored disposition survives exec, a handler does not, so this gives every
+# child SIGINT's default again (xdist's workers run this file too).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Variables of the machine that would reach cudaenv or the shells it drives.
 _MACHINE_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT", "CUDACXX", "CONDA_PREFIX")
