@@ -42,6 +42,7 @@ class Entry:
     root: str
     origin: str
     ccbin: str | None = None  # the host compiler rehash chose for it (hostcc.py), if any
+    lib: str | None = None  # "lib64" or "lib": prepended to LD_LIBRARY_PATH, as activation does
 
 
 @dataclass
@@ -133,6 +134,7 @@ def render_lua(e: Entry) -> str:
         'setenv("CUDAToolkit_ROOT", root)\n'
         'setenv("CUDACXX", pathJoin(root, "bin", "nvcc"))\n'
         'prepend_path("PATH", pathJoin(root, "bin"))\n'
+        + (f'prepend_path("LD_LIBRARY_PATH", pathJoin(root, "{e.lib}"))\n' if e.lib else "")
         + (_lua_ccbin(e.ccbin) if e.ccbin else "")
     )
 
@@ -182,6 +184,7 @@ def render_tcl(e: Entry) -> str:
         "setenv CUDAToolkit_ROOT $root\n"
         "setenv CUDACXX $root/bin/nvcc\n"
         "prepend-path PATH $root/bin\n"
+        + (f"prepend-path LD_LIBRARY_PATH $root/{e.lib}\n" if e.lib else "")
         + (_tcl_ccbin(e.ccbin) if e.ccbin else "")
     )
 
@@ -265,6 +268,13 @@ def generate(directory, fmt: str = "lmod", env=None, found=None) -> Result:
         raise ModulefileError(f"{directory}: not a directory")
     managed, discovered = found if found is not None else toolkits()
     items, skipped = entries(managed, discovered)
+    # The library directory, as activation puts it on LD_LIBRARY_PATH (cuda-pathfinder asks the
+    # loader before CUDA_PATH), unless CUDAENV_LD_LIBRARY_PATH=0 when the files are written.
+    from . import activation
+
+    if activation.ld_library_path_wanted(os.environ if env is None else env):
+        for e in items:
+            e.lib = os.path.basename(activation.lib_dir(e.root))
     default = global_default(items, env)
     family_dir = directory / FAMILY
     wanted = {_file_name(fmt, e.name): render_lua(e) if fmt == "lmod" else render_tcl(e) for e in items}

@@ -446,6 +446,9 @@ MUTATIONS = [
              "if os.path.isfile(path) and not inside(os.path.realpath(path), os.path.realpath(root)):",
              "if os.path.isfile(path):", "every bound venv restarts at every start, even with nothing to gain",
              tests=["tests/test_doctor_libraries.py::test_a_bound_venv_without_another_copy_in_the_loader_starts_once"]),
+    Mutation("LP6", "cudaenv/modulefiles.py", '+ (f"prepend-path LD_LIBRARY_PATH $root/{e.lib}\\n" if e.lib else "")',
+             '+ ""', "an Environment Modules modulefile leaves the library search to /etc/ld.so.conf's toolkit",
+             tests=["tests/test_modulefiles.py::test_a_module_puts_lib64_on_ld_library_path_as_activation_does"]),
 ]
 
 

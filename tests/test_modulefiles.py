@@ -112,6 +112,30 @@ def test_load_swap_purge_with_the_real_tool(site, fmt):
     assert rows["discovered"]["home"] == tk["12.6.0"]
 
 
+@pytest.mark.parametrize("setting", [None, "0"])
+@pytest.mark.parametrize("fmt", ["lmod", "tcl"])
+def test_a_module_puts_lib64_on_ld_library_path_as_activation_does(site, fmt, setting):
+    """A loaded module gives a library search (cuda-pathfinder asks the loader before CUDA_PATH)
+    the toolkit's lib64, as the hook and `cudaenv exec` do; unload takes it away again, and
+    modulefiles written with CUDAENV_LD_LIBRARY_PATH=0 leave LD_LIBRARY_PATH alone."""
+    env = dict(site.env, CUDAENV_LD_LIBRARY_PATH=setting) if setting else site.env
+    site.cli("modulefiles", str(site.mf), "--format", fmt, env=env)
+    script = (module_prelude(fmt) + f"module use {site.mf}\n" + 'echo "before=${LD_LIBRARY_PATH-unset}"\n'
+              "module load cuda/13.0\n" + 'echo "loaded=${LD_LIBRARY_PATH-unset}"\n'
+              "module unload cuda\n" + 'echo "unloaded=${LD_LIBRARY_PATH-unset}"\n')
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c", script], capture_output=True, text=True,
+                       env=dict(site.env, LD_LIBRARY_PATH="/opt/own/lib"), cwd=site.tmp)
+    got = dict(line.split("=", 1) for line in r.stdout.splitlines())
+    lib = str(site.tk["13.0.2"] / "lib64")
+    assert got["before"] == got["unloaded"] == "/opt/own/lib", (got, r.stderr)
+    assert got["loaded"] == ("/opt/own/lib" if setting == "0" else f"{lib}:/opt/own/lib"), (got, r.stderr)
+    from cudaenv import activation
+
+    assert activation.toolkit_env(site.tk["13.0.2"], dict(site.env, LD_LIBRARY_PATH="/opt/own/lib", **(
+        {"CUDAENV_LD_LIBRARY_PATH": setting} if setting else {}))).get("LD_LIBRARY_PATH", "/opt/own/lib") \
+        == got["loaded"]
+
+
 @pytest.mark.parametrize("fmt", ["lmod", "tcl"])
 def test_only_one_cuda_at_a_time(site, fmt):
     site.cli("modulefiles", str(site.mf), "--format", fmt)
