@@ -855,7 +855,9 @@ def library_consumers(ctx: Context) -> Findings:
         elif libsearch.inside(path, root):
             yield ctx.finding(f"lib-{lib}", "ok", f"{who} load lib{lib} from the selected toolkit ({path}, {step})")
         else:
-            lib_dir = os.path.join(root, "lib64") if os.path.isdir(os.path.join(root, "lib64")) else os.path.join(root, "lib")
+            from .activation import lib_dir as activation_lib_dir
+
+            lib_dir = activation_lib_dir(root)
             if lenv is not ctx.env:
                 child, _ = libsearch.pathfinder_find(lib, ctx.env, sites)
                 if child and libsearch.inside(child, root):

@@ -80,7 +80,7 @@ def loader_has_other_copy(root: str, lib_dir: str, env=None) -> bool:
     for d in system_dirs(env):
         for n in sonames:
             path = os.path.join(d, n)
-            if os.path.isfile(path) and not inside(os.path.realpath(path), os.path.realpath(root)):
+            if os.path.isfile(path) and not inside(path, root):  # inside() resolves both
                 return True
     return False
 

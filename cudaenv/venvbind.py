@@ -189,16 +189,16 @@ def start_slow(record_path: str) -> None:
     resolved, stamps = _answer(record.get("project"), record.get("store"), os.environ)
     root = str(resolved.root)
     ld_other = _loader_other(root, os.environ)
-    if stamps is not None and (record.get("root") != root or record.stamps != stamps
-                               or record.get("ld_other") != ld_other):
-        record.values["root"], record.stamps, record.values["ld_other"] = root, stamps, ld_other
+    changed = record.get("ld_other") != ld_other
+    record.values["ld_other"] = ld_other  # applied below whether or not the record is rewritten
+    if stamps is not None and (record.get("root") != root or record.stamps != stamps or changed):
+        record.values["root"], record.stamps = root, stamps
         venvstart.keep_answers_for(record, root)
         try:
             if os.stat(record_path).st_uid == os.geteuid():  # another user's venv: theirs to rewrite
                 venvstart.write_record(record_path, record)
         except OSError:
             pass  # a read-only venv: every start takes this path, and still applies the right toolkit
-    record.values["ld_other"] = ld_other
     venvstart.apply(root, record_path, record)
 
 
