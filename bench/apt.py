@@ -28,8 +28,9 @@ sys.path.insert(0, str(REPO / "tests"))
 import apt_repo  # noqa: E402
 from httpserver import FileServer  # noqa: E402
 
-from cudaenv import extract  # noqa: E402
-from cudaenv.sources import apt  # noqa: E402
+from cudaenv.installing import extract  # noqa: E402
+from cudaenv.foundation.versions import Release  # noqa: E402
+from cudaenv.installing.sources import apt  # noqa: E402
 
 
 def median_ms(fn, runs: int) -> float:
@@ -58,7 +59,7 @@ def bench_plan(work: Path, runs: int) -> None:
 
         def plan(backend):
             os.environ["CUDAENV_APT_BACKEND"] = backend
-            apt.AptSource(url=url, keyring=key.keyring, arch="amd64").plan("13.0.2", "build")
+            apt.AptSource(url=url, keyring=key.keyring, arch="amd64").plan(Release(13, 0, 2), "build")
 
         plan("cli")  # warm the lists once
         state = apt.AptState(url, key.keyring, "amd64")

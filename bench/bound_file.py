@@ -2,7 +2,7 @@
 
     python bench/bound_file.py DIR
 
-writes DIR/.cuda-version, MAX_BYTES bytes in MAX_LINES lines (cudaenv/selection.py)
+writes DIR/.cuda-version, MAX_BYTES bytes in MAX_LINES lines (cudaenv/selecting/selection.py)
 with the value `12.8` on the last line, so every reader reads and checks all of
 it (the worst case within the bound), and makes DIR/a/b/c/d/e, five levels below.
 """
@@ -10,7 +10,7 @@ it (the worst case within the bound), and makes DIR/a/b/c/d/e, five levels below
 import sys
 from pathlib import Path
 
-from cudaenv.versionfile import MAX_BYTES, MAX_LINES
+from cudaenv.selecting.versionfile import MAX_BYTES, MAX_LINES
 
 
 def bound_text() -> bytes:

@@ -19,7 +19,7 @@ cli="$work/venv/bin/cudaenv"
 # A store with two managed toolkits; the project is five directories below its .cuda-version.
 "$py" "$repo/bench/stub_store.py" "$work" $'13.0\n'
 export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
-(cd "$work" && "$py" -c "from cudaenv.rehash import rehash; rehash()")
+(cd "$work" && "$py" -c "from cudaenv.selecting.rehash import rehash; rehash()")
 cd "$work/proj/a/b/c/d/e"
 
 hyperfine -N --warmup 5 --runs "$runs" --export-json "$work/cli.json" \

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redist_mirror import write_tar_xz  # noqa: E402
 
-from cudaenv import install  # noqa: E402
-from cudaenv.progress import quiet  # noqa: E402
-from cudaenv.sources import Artifact  # noqa: E402
+from cudaenv.installing import install  # noqa: E402
+from cudaenv.foundation.progress import quiet  # noqa: E402
+from cudaenv.installing.sources.base import Artifact  # noqa: E402
 
 
 def payload(mib: int, seed: int) -> list[tuple[str, bytes]]:

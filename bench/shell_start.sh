@@ -23,7 +23,7 @@ export CUDAENV_ROOT="$work/root" CUDAENV_SYSTEM_SEARCH=""
 mkdir -p "$HOME"
 python3 "$repo/bench/stub_store.py" "$work" $'13.0\n' >/dev/null
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-cudaenv_bin=$(python3 -c 'from cudaenv import shell; print(shell.program())')
+cudaenv_bin=$(python3 -c 'from cudaenv.selecting import shell; print(shell.program())')
 pyenv=${PYENV:-$(command -v pyenv || true)}
 mise=${MISE:-$(command -v mise || true)}
 cd "$work/proj"
@@ -32,7 +32,7 @@ rows=()
 for sh in bash zsh fish; do
   command -v "$sh" >/dev/null || continue
   python3 -m cudaenv init - "$sh" >/dev/null  # writes the kept init file
-  line=$(python3 -c "from cudaenv import shell; print(shell.rc_line('$sh'))")
+  line=$(python3 -c "from cudaenv.selecting import shell; print(shell.rc_line('$sh'))")
   case $sh in
     bash) run="bash --norc --noprofile -c"; evalline="eval \"\$($cudaenv_bin init - bash)\"" ;;
     zsh) run="zsh -f -c"; evalline="eval \"\$($cudaenv_bin init - zsh)\"" ;;

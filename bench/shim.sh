@@ -34,7 +34,7 @@ before=()
 if [ -n "${BEFORE-}" ]; then
   mkdir "$work/before"
   # From $work: python puts its working directory ahead of PYTHONPATH.
-  (cd "$work" && PYTHONPATH="$BEFORE" python3 -c 'from cudaenv import shims; print(shims.render_shim(), end="")') \
+  (cd "$work" && PYTHONPATH="$BEFORE" python3 -c 'from cudaenv.selecting import shims; print(shims.render_shim(), end="")') \
     >"$work/before/nvcc"
   chmod +x "$work/before/nvcc"
   before=(-n "shim of $BEFORE" "$work/before/nvcc -c x.cu")

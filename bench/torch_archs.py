@@ -3,7 +3,7 @@
     python bench/torch_archs.py /opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl --runs 5
 
 Takes the library out of a torch wheel (any build; a CPU build holds no list, so every
-scan reads the whole file), then times the two scans of cudaenv/torch_archs.py, median
+scan reads the whole file), then times the two scans of cudaenv/diagnosing/torch_archs.py, median
 of --runs, with a warm page cache.
 """
 
@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from cudaenv import torch_archs  # noqa: E402
+from cudaenv.diagnosing import torch_archs  # noqa: E402
 
 
 def main() -> int:

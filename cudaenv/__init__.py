@@ -16,25 +16,24 @@ function, so `cudaenv.resolve` is always the function.
 """
 
 # No `from __future__ import annotations` here, nor in the modules a bound venv's
-# start-up imports (cudaenv/venvstart.py): importing __future__ is part of that cost.
+# start-up imports (cudaenv/selecting/venvstart.py): importing __future__ is part of that cost.
 
 __version__ = "0.1.0"
 
 # name -> (module, attribute)
 _API = {
-    "current": ("cudaenv.selection", "current"),
-    "select": ("cudaenv.selection", "select"),
-    "probe": ("cudaenv.machine", "probe"),
-    "Probe": ("cudaenv.machine", "Probe"),
-    "ProbeInputError": ("cudaenv.machine", "ProbeInputError"),
-    "resolve": ("cudaenv.resolver", "resolve"),
-    "recommend": ("cudaenv.resolver", "recommend"),
-    "plan": ("cudaenv.resolver", "recommend"),  # the former name of recommend
-    "recommended_release": ("cudaenv.resolver", "recommended_release"),
-    "Resolution": ("cudaenv.resolver", "Resolution"),
-    "doctor": ("cudaenv.diagnostics", "doctor"),
-    "render_report": ("cudaenv.diagnostics", "render"),
-    "Report": ("cudaenv.diagnostics", "Report"),
+    "current": ("cudaenv.selecting.selection", "current"),
+    "select": ("cudaenv.selecting.selection", "select"),
+    "probe": ("cudaenv.diagnosing.machine", "probe"),
+    "Probe": ("cudaenv.diagnosing.machine", "Probe"),
+    "ProbeInputError": ("cudaenv.diagnosing.machine", "ProbeInputError"),
+    "resolve": ("cudaenv.diagnosing.resolver", "resolve"),
+    "recommend": ("cudaenv.diagnosing.resolver", "recommend"),
+    "recommended_release": ("cudaenv.diagnosing.resolver", "recommended_release"),
+    "Resolution": ("cudaenv.diagnosing.resolver", "Resolution"),
+    "doctor": ("cudaenv.diagnosing.diagnostics", "doctor"),
+    "render_report": ("cudaenv.diagnosing.diagnostics", "render"),
+    "Report": ("cudaenv.diagnosing.diagnostics", "Report"),
 }
 
 

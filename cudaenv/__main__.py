@@ -6,7 +6,7 @@ option such as --help, goes through the click CLI.
 
 Whatever a command meets on the way (a store it may not write, a deleted
 working directory, a setting that is not a path), the user gets one line
-and an exit status (cudaenv/errors.py), never a traceback. A bug in cudaenv
+and an exit status (cudaenv/foundation/errors.py), never a traceback. A bug in cudaenv
 itself (a command module that fails to import) is an internal error, 70,
 with the traceback in development (CUDAENV_DEBUG=1, or a git checkout).
 """
@@ -30,7 +30,7 @@ def _dispatch() -> None:
 def run() -> None:
     # The one handler: the fast path and every click command raise a
     # CudaenvError, and it is printed here as `cudaenv: <message>` (+ hint).
-    from .errors import CudaenvError, InternalError, report
+    from .foundation.errors import CudaenvError, InternalError, report
 
     try:
         _dispatch()

@@ -14,7 +14,7 @@ import click
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from .errors import UsageError
+    from .foundation.errors import UsageError
 
 # name -> "module:attribute"; one line per command, in the order `--help` lists them.
 COMMANDS = {
@@ -55,7 +55,7 @@ HIDDEN = {"sh-shell"}
 
 def debug(env: Mapping[str, str] | None = None) -> bool:
     """Show tracebacks of internal errors: CUDAENV_DEBUG=1, or by default when run from a git checkout."""
-    from . import settings
+    from .foundation import settings
 
     value = settings.get("CUDAENV_DEBUG", env).strip()
     if value:
@@ -66,8 +66,8 @@ def debug(env: Mapping[str, str] | None = None) -> bool:
 
 
 def _add_exit_codes(name: str, command: click.Command) -> None:
-    """Append the command's exit codes (from cudaenv.errors) to its epilog, unless it lists its own."""
-    from .errors import exit_codes_help
+    """Append the command's exit codes (from cudaenv.foundation.errors) to its epilog, unless it lists its own."""
+    from .foundation.errors import exit_codes_help
 
     epilog = command.epilog or ""
     if "Exit codes" in epilog or "Exit status" in epilog:
@@ -96,7 +96,7 @@ def usage_failure(e: click.UsageError, argv: list[str]) -> "UsageError":
     docs/exit-codes.md keeps for outages; every command answers a typo the same way.
     With --json anywhere on the line, a `cudaenv.error/1` object goes to stdout too.
     """
-    from .errors import EX_USAGE, UsageError
+    from .foundation.errors import EX_USAGE, UsageError
 
     ctx = e.ctx
     command = ctx.command_path if ctx is not None else "cudaenv"
@@ -160,7 +160,7 @@ class LazyGroup(click.Group):
         try:
             command: click.Command = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as e:
-            from .errors import InternalError
+            from .foundation.errors import InternalError
 
             raise InternalError(f"internal error: the '{name}' command cannot be loaded "
                                 f"({type(e).__name__}: {e})", show_traceback=debug()) from e

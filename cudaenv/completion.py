@@ -8,38 +8,24 @@ answer for other tools and for scripts.
 
 from __future__ import annotations
 
-from pathlib import Path
 
-from . import quoting
+from .foundation import quoting
+from .selecting.shell import COMPLETION_SCRIPT, completion_dir
 
 # The formats and shells offered by the commands that take them, named once here
 # so the scripts and `cudaenv completions` agree (tests/test_parity.py checks).
 ENV_FORMATS = ("sh", "systemd", "dotenv", "json")
 SHELLS = ("bash", "zsh", "fish")
-SCRIPT = {"bash": "cudaenv.bash", "zsh": "_cudaenv", "fish": "cudaenv.fish"}
 
 # Commands whose first argument is a version spec.
 TAKES_VERSION = ("local", "global", "shell", "prefix", "uninstall", "install", "env", "latest")
 
 
-def scripts_dir() -> Path:
-    """The directory holding the completion scripts, installed or in a checkout."""
-    try:
-        from importlib.resources import files
-
-        path = Path(str(files("cudaenv.completions")))
-        if (path / SCRIPT["bash"]).is_file():
-            return path
-    except (ImportError, ModuleNotFoundError, TypeError):
-        pass
-    return Path(__file__).resolve().parent.parent / "completions"
-
-
 def init_line(shell: str) -> str:
     """The code `init - SHELL` appends so the completions load with the hook."""
-    d = scripts_dir()
+    d = completion_dir()
     if shell == "fish":
-        q = quoting.fish(str(d / SCRIPT["fish"]))
+        q = quoting.fish(str(d / COMPLETION_SCRIPT["fish"]))
         return f"test -r {q}; and source {q}\n"
     if shell == "zsh":
         # The script is a #compdef function: put it on fpath for compinit, and
@@ -47,7 +33,7 @@ def init_line(shell: str) -> str:
         q = quoting.sh(str(d))
         return (f"fpath=({q} $fpath)\n"
                 "if (( $+functions[compdef] )); then autoload -Uz _cudaenv && compdef _cudaenv cudaenv; fi\n")
-    q = quoting.sh(str(d / SCRIPT["bash"]))
+    q = quoting.sh(str(d / COMPLETION_SCRIPT["bash"]))
     return f"[ -r {q} ] && . {q}\n"
 
 
@@ -69,7 +55,7 @@ def _options(name: str) -> list[str]:
 
 def candidates(command: str, args: list[str]) -> list[str]:
     """What may follow `cudaenv COMMAND ARGS...`: pyenv prints --help, then the rest."""
-    from . import inventory
+    from .selecting import inventory
 
     out = ["--help"] + [o for o in _options(command) if o != "--help"]
     prev = args[-1] if args else ""
@@ -89,13 +75,13 @@ def candidates(command: str, args: list[str]) -> list[str]:
             names.update(tk.programs())
         return out + sorted(names)
     if command == "exec":
-        from . import selection
+        from .selecting import selection
 
         try:
             root = selection.current().root
         except selection.SelectionError:
             return out
-        from .inventory import Installed
+        from .selecting.inventory import Installed
 
         return out + Installed("", str(root), "").programs()
     if command in ("help",):

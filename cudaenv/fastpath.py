@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 
-from . import selection, store
-from .selection import Selection, SelectionError
-from .versions import InvalidVersion, parse_spec
+from .selecting import selection
+from .foundation import store
+from .selecting.selection import Selection, SelectionError
+from .foundation.versions import InvalidVersion, parse_spec
 
 
 def describe_resolved(r: selection.Resolved) -> str:
@@ -71,8 +72,8 @@ def which_path(cmd: str) -> tuple[str, selection.Resolved]:
     path = os.path.join(str(r.root), "bin", cmd)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         # Only on this error path: which toolkits have it, and how to add it.
-        from . import inventory
-        from .components import missing_tool_hint
+        from .selecting import inventory
+        from .installing.components import missing_tool_hint
 
         message = f"'{cmd}' is not in toolkit {r.release} ({r.root}/bin, {r.selection.origin})"
         hint = missing_tool_hint(cmd, r.release, r.origin == "cudaenv")

@@ -1,6 +1,6 @@
 """Generate docs/reference.md from the click commands, so the reference cannot drift;
-and docs/exit-codes.md and docs/settings.md from the tables in cudaenv/errors.py and
-cudaenv/settings.py.
+and docs/exit-codes.md and docs/settings.md from the tables in cudaenv/foundation/errors.py and
+cudaenv/foundation/settings.py.
 
     python scripts/gen_cli_reference.py           # rewrite the three pages
     python scripts/gen_cli_reference.py --check   # exit 1 if any is out of date
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import click
 
-from cudaenv import cli, errors, settings
+from cudaenv import cli
+from cudaenv.foundation import errors, settings
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 OUT = DOCS / "reference.md"

@@ -64,7 +64,7 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "cudaenv" / "data"
 sys.path.insert(0, str(DATA.parent.parent))
-from cudaenv.versions import major_of, number_key, variant_release  # noqa: E402
+from cudaenv.foundation.versions import major_of, number_key, variant_release  # noqa: E402
 # A mirror (or a test's loopback server) can stand in for PyPI's JSON API.
 PYPI_JSON = os.environ.get("CUDAENV_GEN_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
 _RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")

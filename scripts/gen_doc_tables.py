@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Write the example tables of docs/resolver.md and docs/doctor.md from the tool itself.
+"""Write the example tables of docs/resolver.md and docs/doctor.md, and the module table of
+docs/architecture.md, from the tool itself.
 
     gen_doc_tables.py [--check]
 
 Each table sits between `<!-- generated: NAME -->` and `<!-- end generated -->`; everything in
-it is what cudaenv.resolver answers today, so the docs cannot drift from the code. --check
+it is what cudaenv.diagnosing.resolver answers today, or what the package's tree and docstrings
+say, so the docs cannot drift from the code. --check
 writes nothing and exits 1 when a table differs (tests/test_resolve.py runs it).
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from cudaenv import resolver as rs  # noqa: E402
+from cudaenv.diagnosing import resolver as rs  # noqa: E402
 
 # (archs, torch_cuda, driver, platform, flashinfer): each row is one `cudaenv resolve` plan.
 RESOLVER_EXAMPLES = [
@@ -103,7 +105,37 @@ def driver_table() -> str:
     return "\n".join(lines)
 
 
-TABLES = {"docs/resolver.md": {"resolver-examples": resolver_table, "numba-cupy-examples": numba_cupy_table},
+# The rooms of the package from the top down; tests/test_import_graph.py holds what each may import.
+ROOMS = [("cudaenv", "the CLI and the API"), ("cudaenv/commands", None), ("cudaenv/installing", None),
+         ("cudaenv/installing/sources", None), ("cudaenv/installing/sources/apt", None),
+         ("cudaenv/exporting", None), ("cudaenv/diagnosing", None), ("cudaenv/selecting", None),
+         ("cudaenv/foundation", None), ("cudaenv/data", None)]
+
+
+def _summary(path: Path) -> str:
+    """A module's docstring, first sentence: what it holds."""
+    import ast
+
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    first = " ".join(doc.split("\n\n")[0].split())
+    sentence = re.split(r"(?<=[.])\s", first, maxsplit=1)[0]
+    return sentence.rstrip(":").replace("|", "\\|")
+
+
+def module_table() -> str:
+    rows = ["| room | module | holds |", "|---|---|---|"]
+    for room, says in ROOMS:
+        folder = REPO / room
+        heading = says or _summary(folder / "__init__.py").rstrip(".")
+        rows.append(f"| **`{room}/`** | | **{heading}** |")
+        for path in sorted(folder.glob("*.py")):
+            if path.name != "__init__.py" or room == "cudaenv":
+                rows.append(f"| | `{path.name}` | {_summary(path)} |")
+    return "\n".join(rows)
+
+
+TABLES = {"docs/architecture.md": {"modules": module_table},
+          "docs/resolver.md": {"resolver-examples": resolver_table, "numba-cupy-examples": numba_cupy_table},
           "docs/doctor.md": {"driver-rules": driver_table}}
 
 

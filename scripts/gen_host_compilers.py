@@ -40,7 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from cudaenv import hostcc_rules  # noqa: E402
+from cudaenv.selecting import hostcc_rules  # noqa: E402
 
 DATA = REPO / "cudaenv" / "data" / "host_compilers.json"
 PYPI_JSON = os.environ.get("CUDAENV_GEN_PYPI_JSON", "https://pypi.org/pypi/{name}/json")
@@ -118,7 +118,7 @@ def build(ws: list[dict], cache: Path) -> dict:
         "_sources": {
             "components": "nvcc component version -> what its crt/host_config.h accepts, read from NVIDIA's "
                           "nvidia-cuda-nvcc[-cuXX] wheels on PyPI by running the header through the real "
-                          "preprocessor once per compiler identity (cudaenv/hostcc_rules.py)",
+                          "preprocessor once per compiler identity (cudaenv/selecting/hostcc_rules.py)",
             "rules": "per family: accepted versions as [min, max] (major.minor; max 'N' = every N.x; null = no "
                      "bound inside the probed span), or false when every version is refused; 'overridable' "
                      "says whether -allow-unsupported-compiler (__NV_NO_HOST_COMPILER_CHECK) lifts the refusal",

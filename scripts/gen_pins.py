@@ -6,7 +6,7 @@
 Reads every redistrib_X.Y.Z.json under DIR (default: tests/data/redist, which
 holds copies of the manifests NVIDIA publishes at
 https://developer.download.nvidia.com/compute/cuda/redist/, see its
-PROVENANCE.md) and writes, for cudaenv/pins.py:
+PROVENANCE.md) and writes, for cudaenv/installing/pins.py:
 
     manifests   release -> sha256 of the manifest's canonical JSON
     archives    relative_path -> [sha256, size], for linux-x86_64, linux-sbsa and linux-aarch64
@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cudaenv import pins  # noqa: E402
+from cudaenv.installing import pins  # noqa: E402
 
 OUT = REPO / "cudaenv" / "data" / pins.DATA_FILE
 _NAME_RE = re.compile(r"redistrib_([0-9]+\.[0-9]+\.[0-9]+)\.json\Z")

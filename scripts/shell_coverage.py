@@ -58,15 +58,15 @@ DEFAULT_TESTS = ["tests/test_selection_sh.py", "tests/test_shims.py", "tests/tes
                  "tests/test_mutation_survivors.py", "tests/test_shared_store.py", "tests/test_shared_roots.py",
                  "tests/test_hostile_cli.py", "tests/test_pyenv_parity.py", "tests/test_store_root.py"]
 
-# The sitecustomize of the traced run. It patches cudaenv.shims (and cudaenv.shell's copy of
+# The sitecustomize of the traced run. It patches cudaenv.selecting.shims (and cudaenv.selecting.shell's copy of
 # its names) as the process starts; the test processes and every `python -m cudaenv` they run
 # inherit PYTHONPATH, so rehash and init render instrumented text.
 SITECUSTOMIZE = r'''
 import os
 if os.environ.get("SHELLCOV_LOG"):
     try:
-        import cudaenv.shims as _s
-        import cudaenv.shell as _sh
+        import cudaenv.selecting.shims as _s
+        import cudaenv.selecting.shell as _sh
     except Exception:
         pass
     else:
@@ -129,7 +129,7 @@ if os.environ.get("SHELLCOV_LOG"):
         _sh.render_init = render_init
         for _name in ("render_shim",):
             try:
-                import cudaenv.rehash as _r
+                import cudaenv.selecting.rehash as _r
                 setattr(_r, _name, render_shim)
             except Exception:
                 pass

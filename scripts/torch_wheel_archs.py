@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from gen_data import PYPI_JSON, torch_default_variant  # noqa: E402
 
-from cudaenv import torch_archs  # noqa: E402
-from cudaenv.download import file_sha256  # noqa: E402
+from cudaenv.diagnosing import torch_archs  # noqa: E402
+from cudaenv.installing.download import file_sha256  # noqa: E402
 
 FACTS = Path(__file__).resolve().parent / "data" / "torch_wheel_archs.json"
 WHEEL_TAG = "cp312-cp312-manylinux_2_28_x86_64"
@@ -280,7 +280,7 @@ def _member(z: zipfile.ZipFile, name: str, dest: Path) -> Path:
 
 def arch_flags(path: Path) -> list[str]:
     """The CUDA_ARCH_FLAGS string in libtorch_python.so that torch.cuda.get_arch_list() splits:
-    read as cudaenv reads an installed torch's (cudaenv/torch_archs.py)."""
+    read as cudaenv reads an installed torch's (cudaenv/diagnosing/torch_archs.py)."""
     try:
         return torch_archs.arch_list_in(path)
     except torch_archs.ArchListError as e:

@@ -1,6 +1,6 @@
 # cudaenv init for fish: shims on PATH, the `cudaenv` function, and a hook on
 # PWD changes and prompts that exports the selected toolkit's variables.
-# The selection rules are cudaenv/selection.py's (and shims/select.sh's), in
+# The selection rules are cudaenv/selecting/selection.py's (and shims/select.sh's), in
 # fish builtins only: the hook starts no process.
 #
 # Reading version files: fish's `read` cuts a line at a NUL byte, so lines are
@@ -96,7 +96,7 @@ end
 
 # The whole of version file $file, URL-escaped, into __cudaenv_bytes; status 1
 # with __cudaenv_err when it is not a regular file or plainly past the bound of
-# at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/versionfile.py's;
+# at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/selecting/versionfile.py's;
 # __cudaenv_slurp_checked checks it exactly).
 # `read -z -n` stops after a number of characters, so it bounds the cost of
 # any file; but it drops bytes that are not UTF-8 and stops at NULs, so only a
@@ -473,7 +473,7 @@ function __cudaenv_resolve_stale -a r
 end
 
 # Is shared store $store one to skip (as _cudaenv_untrusted_shared in select-rare.sh, the rule of
-# cudaenv/ownership.py, worded the same)? Warns on stderr. One `stat`, on the stale path only.
+# cudaenv/foundation/ownership.py, worded the same)? Warns on stderr. One `stat`, on the stale path only.
 function __cudaenv_untrusted_shared -a store
     set -l d (builtin realpath -- $store 2>/dev/null); or return 1
     test -d "$d"; or return 1

@@ -41,7 +41,7 @@ _cudaenv_origin() {
 # No version file of the user's own selects (_cudaenv_select): the admin's
 # default, the `version` file of the first shared store that has one (as
 # `cudaenv global` wrote it there), before `system`; as
-# cudaenv/shared_roots.py global_version_file. Builtins only.
+# cudaenv/selecting/shared_roots.py global_version_file. Builtins only.
 _cudaenv_select_shared() {
     local entry noglob= IFS
     _ce_shared_default=
@@ -66,7 +66,7 @@ _cudaenv_select_shared() {
 }
 
 # Version files are at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (the
-# whole file, as cudaenv/versionfile.py reads it): reading stops as soon as
+# whole file, as cudaenv/selecting/versionfile.py reads it): reading stops as soon as
 # either is passed, so no file costs more than that to look at.
 _cudaenv_too_large() {
     _ce_err=@TOO_LARGE{path=$1}@
@@ -272,7 +272,7 @@ _cudaenv_warn() {
 
 # Is shared store $1 one to skip: does it, or a directory above it, belong to
 # a user who is neither root nor us, or may others write it (a sticky
-# directory above it, such as /tmp, is fine)? The rule of cudaenv/ownership.py,
+# directory above it, such as /tmp, is fine)? The rule of cudaenv/foundation/ownership.py,
 # worded the same; warns on stderr. A missing store is not skipped:
 # it offers nothing. One `stat` process, on the stale-table path only.
 _cudaenv_untrusted_shared() {
@@ -376,7 +376,7 @@ _cudaenv_system_root() {
     [ -n "$_ce_root" ]
 }
 
-# No toolkit for _ce_spec: the error, status 127 (as cudaenv.selection.locate).
+# No toolkit for _ce_spec: the error, status 127 (as cudaenv.selecting.selection.locate).
 _cudaenv_not_installed() {
     _cudaenv_origin
     if [ "$_ce_spec" = system ]; then
@@ -388,7 +388,7 @@ _cudaenv_not_installed() {
 }
 
 # The newest managed toolkit in versions/ that _ce_spec matches, into
-# _ce_root, ranked as cudaenv.aliases.build ranks them; status 1 when none
+# _ce_root, ranked as cudaenv.selecting.aliases.build ranks them; status 1 when none
 # does. Only X.Y.Z directory names without leading zeros count, as in
 # store.managed_toolkits.
 _cudaenv_scan_versions() {
@@ -481,7 +481,7 @@ _cudaenv_host_compiler_drop() {
 }
 
 # The host compiler `cudaenv rehash` chose for toolkit $1 when its nvcc refuses the
-# default one (cudaenv/hostcc.py): host-compiler/<spec> holds the root and the
+# default one (cudaenv/selecting/hostcc.py): host-compiler/<spec> holds the root and the
 # compiler, and exists only then, so the common case costs one `test`. Applied
 # as NVCC_CCBIN and CUDAHOSTCXX unless the user named a compiler (CC, CXX,
 # CUDAHOSTCXX, NVCC_CCBIN, -ccbin in NVCC_PREPEND_FLAGS/NVCC_APPEND_FLAGS), as

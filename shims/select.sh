@@ -1,4 +1,4 @@
-# cudaenv selection in shell: the same rules as cudaenv/selection.py, with
+# cudaenv selection in shell: the same rules as cudaenv/selecting/selection.py, with
 # builtins only (no sed, cat, readlink, no Python), so a shim or a prompt hook
 # decides in well under a millisecond. Runs under dash (the shims), bash and
 # zsh (the hooks; zsh sources it under `emulate sh`). Every variable is `local`
@@ -60,7 +60,7 @@ _cudaenv_trim() {
     _ce_trimmed=${_ce_trimmed%"${_ce_trimmed##*[!" $_ce_tab"]}"}
 }
 
-# Is $1 a valid spec? The grammar of cudaenv/versions.py: `system`, or one to
+# Is $1 a valid spec? The grammar of cudaenv/foundation/versions.py: `system`, or one to
 # three dot-separated numbers of 1-4 ASCII digits without leading zeros, at
 # most @MAX_SPEC_LEN@ characters. Digits are listed one by one: a [0-9] range
 # may match other digits in some locales.
@@ -231,7 +231,7 @@ _cudaenv_select() {
 }
 
 # The toolkit root for _ce_spec, into _ce_root. On failure sets _ce_err and
-# returns 127, like cudaenv.selection.locate (1 for a bad CUDAENV_SHARED_ROOTS).
+# returns 127, like cudaenv.selecting.selection.locate (1 for a bad CUDAENV_SHARED_ROOTS).
 _cudaenv_resolve() {
     _cudaenv_root
     _ce_root=
@@ -261,7 +261,7 @@ _cudaenv_resolve() {
 }
 
 # CUDAENV_SHARED_ROOTS: read-only stores whose toolkits the user's rehash
-# folds into the user's one alias table (cudaenv/shared_roots.py). Checks each
+# folds into the user's one alias table (cudaenv/selecting/shared_roots.py). Checks each
 # entry (absolute, printable ASCII) and whether that table is stale: built for
 # another list (aliases/.shared-roots records it) or older than a shared
 # store's versions/ (an admin added or removed a toolkit). A few `test`
@@ -343,7 +343,7 @@ _cudaenv_list_without() {
     [ -n "$noglob" ] || set +f
 }
 
-# Export the environment of toolkit $1 (cudaenv/environment.py is the reference).
+# Export the environment of toolkit $1 (cudaenv/selecting/activation.py is the reference).
 _cudaenv_apply() {
     local lib
     export CUDA_HOME="$1" CUDA_PATH="$1" CUDAToolkit_ROOT="$1" CUDACXX="$1/bin/nvcc"

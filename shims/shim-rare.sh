@@ -75,7 +75,7 @@ _cudaenv_not_in_toolkit() {
     _cudaenv_origin
     printf "cudaenv: '%s' is not in the selected toolkit %s (%s)\n" "$_ce_name" "$_ce_root" "$_ce_origin" >&2
     # pyenv's hint: which installed toolkits do have it (full-release aliases
-    # and system, as cudaenv.inventory lists them).
+    # and system, as cudaenv.selecting.inventory lists them).
     _cudaenv_root
     _ce_have=
     for _ce_alias in "$_ce_r"/aliases/*.*.* "$_ce_r"/aliases/system; do

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from toolkits import base_env, component_for, make_toolkit, managed
 
-from cudaenv.sources import arch
+from cudaenv.foundation import arch
 
 # The CPUs a machine can have (uname -m); CUDAENV_MACHINE makes the doctor see the machine's own.
 PLATFORMS = tuple(arch.ARCHES)  # x86_64, aarch64

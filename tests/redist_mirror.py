@@ -33,7 +33,7 @@ from pathlib import Path
 
 from toolkits import BANNER, component_for
 
-from cudaenv import pins
+from cudaenv.installing import pins
 
 TOOLKIT_PACKAGES = (
     "cuda_nvcc", "cuda_cudart", "cuda_cccl", "cuda_crt", "libnvvm", "cuda_nvrtc", "libcublas",

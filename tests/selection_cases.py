@@ -1,4 +1,4 @@
-"""The one table of selection cases. Python (cudaenv.selection), the POSIX sh
+"""The one table of selection cases. Python (cudaenv.selecting.selection), the POSIX sh
 shim (shims/select.sh) and the bash, zsh and fish hooks must all agree on it.
 
 A case describes a sandbox:
@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 DEEP = "a/b/c/d/e"  # five levels below the project root
-MAX_BYTES, MAX_LINES, MAX_LINE = 2048, 32, 128  # cudaenv/versionfile.py; test_selection checks they agree
+MAX_BYTES, MAX_LINES, MAX_LINE = 2048, 32, 128  # cudaenv/selecting/versionfile.py; test_selection checks they agree
 
 
 @dataclass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import resolver as rs
+from cudaenv.diagnosing import resolver as rs
 
 # The wheel read, pinned: nvcc 13.0.88 is CUDA 13.0.1-13.0.3's (PyPI's digest).
 WHEEL = "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl"

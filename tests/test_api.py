@@ -19,15 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Every name docs/api.md documents as `cudaenv.<name>`, with the module it lives in.
 DOCUMENTED = {
-    "current": "cudaenv.selection",
-    "probe": "cudaenv.machine",
-    "ProbeInputError": "cudaenv.machine",
-    "resolve": "cudaenv.resolver",
-    "recommend": "cudaenv.resolver",
-    "plan": "cudaenv.resolver",
-    "recommended_release": "cudaenv.resolver",
-    "doctor": "cudaenv.diagnostics",
-    "render_report": "cudaenv.diagnostics",
+    "current": "cudaenv.selecting.selection",
+    "probe": "cudaenv.diagnosing.machine",
+    "ProbeInputError": "cudaenv.diagnosing.machine",
+    "resolve": "cudaenv.diagnosing.resolver",
+    "recommend": "cudaenv.diagnosing.resolver",
+    "recommended_release": "cudaenv.diagnosing.resolver",
+    "doctor": "cudaenv.diagnosing.diagnostics",
+    "render_report": "cudaenv.diagnosing.diagnostics",
 }
 
 _FRESH = """
@@ -69,7 +68,6 @@ def test_documented_names_are_stable_and_real():
     ("resolve", ["probe", "probe_args"]),
     ("doctor", ["probe", "env", "probe_args"]),
     ("recommend", ["archs", "torch_cuda", "torch_version", "driver", "flashinfer"]),
-    ("plan", ["archs", "torch_cuda", "torch_version", "driver", "flashinfer"]),
 ])
 def test_signatures_are_the_functions_own(name, first_params):
     # A wrapper taking (*args, **kwargs) would hide the signature from IDEs and help().
@@ -81,9 +79,9 @@ def test_signatures_are_the_functions_own(name, first_params):
 def test_modules_do_not_shadow_the_api():
     # Importing the modules first must leave the package attributes as the functions.
     import cudaenv
-    import cudaenv.diagnostics
-    import cudaenv.machine
-    import cudaenv.resolver  # noqa: F401
+    import cudaenv.diagnosing.diagnostics
+    import cudaenv.diagnosing.machine
+    import cudaenv.diagnosing.resolver  # noqa: F401
 
     for name in ("probe", "resolve", "doctor"):
         assert not isinstance(getattr(cudaenv, name), types.ModuleType)

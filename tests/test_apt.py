@@ -26,10 +26,11 @@ import cudaenv
 from httpserver import FileServer
 from toolkits import base_env
 
-from cudaenv import system_install
-from cudaenv.sources import apt
-from cudaenv.sources.apt import repository, system
-from cudaenv.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
+from cudaenv.installing import system_install
+from cudaenv.installing.sources import apt
+from cudaenv.installing.sources.apt import repository, system
+from cudaenv.foundation.versions import Release
+from cudaenv.installing.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
 
 pytestmark = pytest.mark.skipif(not (shutil.which("apt-get") and shutil.which("gpg") and shutil.which("dpkg-deb")
                                      and shutil.which("apt-ftparchive")),
@@ -106,7 +107,7 @@ def test_releases_come_from_the_meta_packages(env, server, backend):
 
 
 def test_minimal_plan_is_the_closure_from_the_verified_index(env, server, good_repo, backend):
-    plan = source_for(server.url + "repo/").plan("13.0.2", "minimal")
+    plan = source_for(server.url + "repo/").plan(Release(13, 0, 2), "minimal")
     assert {a.component: a.version for a in plan.artifacts} == MINIMAL_13_0_2
     # System packages that NVIDIA's packages depend on are never planned.
     names = {a.component for a in plan.artifacts}
@@ -117,12 +118,12 @@ def test_minimal_plan_is_the_closure_from_the_verified_index(env, server, good_r
         assert a.url == server.url + "repo/" + a.filename
         assert a.size == deb.stat().st_size
         assert a.sha256 == hashlib.sha256(deb.read_bytes()).hexdigest()
-    assert plan.source == "apt" and plan.release == "13.0.2" and plan.platform == "linux-amd64"
+    assert plan.source == "apt" and plan.release == Release(13, 0, 2) and plan.platform == "linux-amd64"
 
 
 def test_older_release_gets_its_own_component_versions(env, server, backend):
     """apt alone would take the newest cuda-nvcc-13-0; the meta package's constraints pin 13.0.0's."""
-    plan = source_for(server.url + "repo/").plan("13.0.0", "minimal")
+    plan = source_for(server.url + "repo/").plan(Release(13, 0, 0), "minimal")
     versions = {a.component: a.version for a in plan.artifacts}
     assert versions["cuda-nvcc-13-0"] == "13.0.48"
     assert versions["cuda-cudart-dev-13-0"] == "13.0.48"
@@ -137,28 +138,28 @@ def test_both_backends_plan_the_same(env, server, monkeypatch):
         monkeypatch.setenv("CUDAENV_APT_BACKEND", be)
         src = source_for(server.url + "repo/")
         assert type(src.backend).__name__.lower().startswith(be)
-        plans[be] = [(rel, prof, sorted((a.component, a.version, a.sha256) for a in src.plan(rel, prof).artifacts))
+        plans[be] = [(rel, prof, sorted((a.component, a.version, a.sha256) for a in src.plan(Release.parse(rel), prof).artifacts))
                      for rel in ("12.8.1", "13.0.0", "13.0.2") for prof in ("minimal", "build")]
     assert plans["python"] == plans["cli"]
 
 
 def test_profile_mapping(env, server, backend):
     src = source_for(server.url + "repo/")
-    build = src.plan("13.0.2", "build")
+    build = src.plan(Release(13, 0, 2), "build")
     names = {a.component for a in build.artifacts}
     assert set(MINIMAL_13_0_2) <= names
     assert {"libcublas-dev-13-0", "libcublas-13-0"} <= names  # cublas -> libcublas-dev + its runtime
     # Components this repository lacks are skipped with a note, not silently.
     assert any("cuda-nvrtc-dev-13-0" in n for n in build.notes)
     # --with takes a generic component or a package name from the repository.
-    with_cublas = {a.component for a in src.plan("13.0.2", "minimal", {"cublas"}).artifacts}
+    with_cublas = {a.component for a in src.plan(Release(13, 0, 2), "minimal", {"cublas"}).artifacts}
     assert "libcublas-dev-13-0" in with_cublas
-    with_nsys = {a.component for a in src.plan("13.0.2", "minimal", {"nsight-systems-2025.3.2"}).artifacts}
+    with_nsys = {a.component for a in src.plan(Release(13, 0, 2), "minimal", {"nsight-systems-2025.3.2"}).artifacts}
     assert "nsight-systems-2025.3.2" in with_nsys and "libxcb-xinerama0" not in with_nsys
 
 
 def test_profile_stems_map_every_generic_component():
-    from cudaenv import components
+    from cudaenv.installing import components
 
     assert set(apt.PACKAGE_STEMS) == set(components.KNOWN)
     assert apt.PACKAGE_STEMS["cudart"] == "cuda-cudart-dev"
@@ -167,13 +168,13 @@ def test_profile_stems_map_every_generic_component():
 def test_unknown_component_and_release_are_refused(env, server, backend):
     src = source_for(server.url + "repo/")
     with pytest.raises(UnknownComponent, match="unknown component 'no-such-thing'"):
-        src.plan("13.0.2", "minimal", {"no-such-thing"})
+        src.plan(Release(13, 0, 2), "minimal", {"no-such-thing"})
     with pytest.raises(UnknownComponent, match="libnpp-dev-13-0"):
-        src.plan("13.0.2", "minimal", {"npp"})  # asked for explicitly: not silently skipped
+        src.plan(Release(13, 0, 2), "minimal", {"npp"})  # asked for explicitly: not silently skipped
     with pytest.raises(UnknownRelease, match=r"CUDA 13\.0\.1 is not in .*offers: 12\.8\.1, 13\.0\.0, 13\.0\.2"):
-        src.plan("13.0.1", "minimal")
+        src.plan(Release(13, 0, 1), "minimal")
     with pytest.raises(ValueError, match="unknown profile"):
-        src.plan("13.0.2", "huge")
+        src.plan(Release(13, 0, 2), "huge")
 
 
 # -- verification --------------------------------------------------------------
@@ -346,13 +347,13 @@ def test_version_json_records_the_releases_own_nvcc_package(tmp_path, order):
     another's) records the selected release's nvcc, whatever order the artifacts come in."""
     import json
 
-    from cudaenv.sources.base import Artifact, Plan
+    from cudaenv.installing.sources.base import Artifact, Plan
 
     def deb(name: str, version: str) -> Artifact:
         return Artifact(component=name, version=version, url=f"http://127.0.0.1:9/{name}.deb", sha256="a" * 64,
                         size=1, filename=f"{name}.deb", kind="deb")
 
-    plan = Plan(source="apt", release="13.0.2", platform="linux-x86_64", profile="minimal",
+    plan = Plan(source="apt", release=Release(13, 0, 2), platform="linux-x86_64", profile="minimal",
                 artifacts=[deb("cuda-nvcc-12-8", "12.8.93"), deb("cuda-nvcc-13-0", "13.0.88"),
                            deb("cuda-nvcc-dev-13-0", "13.0.1")][::order])
     apt.AptSource.finalize(object.__new__(apt.AptSource), tmp_path, plan)
@@ -364,7 +365,7 @@ def test_version_json_records_the_releases_own_nvcc_package(tmp_path, order):
 # -- end to end: the shared install pipeline -----------------------------------
 
 def test_install_end_to_end(env, server, backend, monkeypatch):
-    from cudaenv import install
+    from cudaenv.installing import install
 
     monkeypatch.setenv("CUDAENV_APT_REPO", server.url + "repo/")
     result = install.install("13.0", source="apt", profile="minimal")

@@ -11,7 +11,7 @@ import os
 import pytest
 
 import buildmodes as bm
-from cudaenv import libsearch
+from cudaenv.selecting import libsearch
 
 WHY = bm.missing()
 # Read at import: the hermetic-home fixture drops CUDAENV_* settings before each test runs.

@@ -18,13 +18,13 @@ from httpserver import FileServer
 from redist_mirror import RedistMirror
 from toolkits import base_env
 
-from cudaenv import cache
+from cudaenv.installing import cache
 
 # `PAUSE_AT link|download ARGS...`: run `cudaenv ARGS...`, stopping at the first call of that step
 # until a line arrives on stdin. It says "paused" on stderr, where a -q install prints nothing else.
 PAUSED_CLI = textwrap.dedent("""
     import runpy, sys
-    from cudaenv import cache, download
+    from cudaenv.installing import cache, download
     point, args = sys.argv[1], sys.argv[2:]
     owner, name = (cache, "link_tree") if point == "link" else (download.Downloader, "_download")
     real = getattr(owner, name)

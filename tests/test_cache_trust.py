@@ -1,5 +1,5 @@
 """The caches are not a way in: what `cudaenv install` reads from CUDAENV_CACHE_DIR is used only when
-it can be tied to something trusted (cudaenv/cachetrust.py, docs/security.md "The caches").
+it can be tied to something trusted (cudaenv/installing/cachetrust.py, docs/security.md "The caches").
 
 Every attack is a real cache: one built by a real install on "another machine" (its own state
 directory, hence its own cache key), poisoned the way a restored CI cache, a Docker cache mount or a
@@ -26,8 +26,9 @@ from httpserver import FileServer
 from redist_mirror import RedistMirror
 from toolkits import base_env
 
-from cudaenv import cache, cachetrust, locking
-from cudaenv.download import file_sha256
+from cudaenv.installing import cache, cachetrust
+from cudaenv.foundation import locking
+from cudaenv.installing.download import file_sha256
 
 RELEASES = ("13.0.0", "13.0.2")
 EVIL = "#!/bin/sh\ntouch {marker}\necho 'Cuda compilation tools, release {short}, V{release}'\n"

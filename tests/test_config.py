@@ -16,7 +16,7 @@ from redist_mirror import RedistMirror
 from sandbox import other_uid
 from toolkits import base_env
 
-from cudaenv import settings
+from cudaenv.foundation import settings
 
 
 def cli(env, *args, cwd=None):

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cudaenv import data
-from cudaenv import resolver as rs
+from cudaenv.diagnosing import resolver as rs
 from cudaenv.data import load
-from cudaenv.versions import number_key
+from cudaenv.foundation.versions import number_key
 from real_toolkit import real_toolkit, require
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "gen_data.py"
@@ -102,7 +102,7 @@ def test_consumer_rules():
 def test_ptx_isa_past_the_table_follows_tritons_rule():
     """Releases newer than consumers.json's table get Triton's rule for 13.x (9.minor): the
     formula must agree with every 13.x entry the table has, and carry on from them."""
-    from cudaenv.consumers import ptx_isa
+    from cudaenv.diagnosing.consumers import ptx_isa
 
     table = load("consumers.json")["ptx_isa"]["by_release"]
     thirteen = {r: isa for r, isa in table.items() if r.startswith("13.")}
@@ -165,7 +165,7 @@ def test_discovered_toolkit_with_a_shared_nvcc_is_not_guessed(tmp_path):
     named by its minor; the range says the rest."""
     from toolkits import make_toolkit
 
-    from cudaenv import discover
+    from cudaenv.selecting import discover
 
     root = make_toolkit(tmp_path / "t", "13.0.2", version_json=False)
     release, component = discover.toolkit_release(root)

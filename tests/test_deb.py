@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import apt_repo
-from cudaenv import deb, extract
-from cudaenv.extract import UnsafeArchive
+from cudaenv.installing import deb, extract
+from cudaenv.installing.extract import UnsafeArchive
 
 HAVE_DPKG = shutil.which("dpkg-deb") is not None
 READERS = [pytest.param("dpkg", marks=pytest.mark.skipif(not HAVE_DPKG, reason="dpkg-deb is not installed")),

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 
-from cudaenv import discover
+from cudaenv.selecting import discover
 from real_toolkit import require
 from toolkits import base_env, make_toolkit
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import jitcache
+from cudaenv.diagnosing import jitcache
 from fakemachine import PLATFORMS, Machine
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -70,7 +70,7 @@ def test_failure_then_fixed(failing):
 
 def test_fixed_through_hook_variables(failing):
     """The same, with the variables the shell hook sets instead of `cudaenv exec`."""
-    from cudaenv.activation import toolkit_env
+    from cudaenv.selecting.activation import toolkit_env
 
     m = failing
     env = fixed_env(m)
@@ -209,7 +209,7 @@ def test_checks_are_one_table_of_functions(failing, monkeypatch):
     import dataclasses
 
     import cudaenv
-    from cudaenv import diagnostics
+    from cudaenv.diagnosing import diagnostics
 
     m = failing
     env = m.env(path_first=[m.cuda128 / "bin"])

@@ -143,6 +143,15 @@ def test_ld_library_path_shadowing_torchs_own_libraries(tmp_path):
     (other / "libcublas.so.13").write_bytes(b"\x7fELF another cublas")
     r = doctor(m, dict(env, LD_LIBRARY_PATH=f"{other}:/opt/other"))
     assert fix_of(r.stdout, "ld-shadow") == "export LD_LIBRARY_PATH=/opt/other", r.stdout
+    # The directories kept are the user's own, with whatever their names hold: the fix quotes them,
+    # and pasted into bash it keeps them exactly and removes only the shadowing one.
+    odd = tmp_path / "my libs $HOME;x"
+    odd.mkdir()
+    r = doctor(m, dict(env, LD_LIBRARY_PATH=f"{other}:{odd}"))
+    fix = fix_of(r.stdout, "ld-shadow")
+    assert fix == f"export LD_LIBRARY_PATH='{odd}'", r.stdout
+    r = doctor(m, dict(env, LD_LIBRARY_PATH=f"{other}:{odd}"), fix)
+    assert "ld-shadow" not in r.stdout, r.stdout
 
 
 def add_nvrtc(tk):

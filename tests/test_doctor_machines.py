@@ -169,7 +169,7 @@ def test_the_one_command_is_the_first_errors_fix_in_report_order(tmp_path, platf
     command printed last is the first error's fix in the report's order, and every error keeps its own."""
     import json
 
-    from cudaenv.activation import toolkit_env
+    from cudaenv.selecting.activation import toolkit_env
 
     m = Machine(tmp_path, platform=platform, gpus="dgx-spark", driver="570.124.06", torch="2.9.0+cu130", triton="3.5.0")
     tk = m.managed_toolkit("13.0.2")

@@ -84,7 +84,7 @@ def test_a_cache_entry_is_judged_the_same_from_every_directory(tmp_path):
         d.mkdir()
         (d / ".cuda-version").write_text(f"{rel}\n")
     env = shims_only(m.env(), m.root)
-    code = ("from cudaenv import jitcache; import json; "
+    code = ("from cudaenv.diagnosing import jitcache; import json; "
             "print(json.dumps([(e.path, e.built_with, e.release) for e in jitcache.entries()]))")
     seen = [subprocess.run([sys.executable, "-c", code], env=env, cwd=d, capture_output=True, text=True, check=True).stdout
             for d in (a, b, m.home)]
@@ -95,7 +95,7 @@ def test_a_cache_entry_is_judged_the_same_from_every_directory(tmp_path):
 def test_torchs_mismatch_is_quoted_as_torch_prints_it():
     """Recorded by hand from torch 2.13.0 (the CPU wheel, installed with pip --target; see the
     file's _source): what `_check_cuda_version` raised and how Python printed it."""
-    from cudaenv.diagnostics import torch_mismatch_text
+    from cudaenv.diagnosing.diagnostics import torch_mismatch_text
 
     rec = json.loads((DATA / "torch_2.13.0_cuda_check.json").read_text())
     assert torch_mismatch_text("12.8", "13.0") == rec["printed"]

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from cudaenv import download
-from cudaenv.download import Downloader, DownloadError
-from cudaenv.sources.base import Artifact, Unreachable
+from cudaenv.installing import download
+from cudaenv.installing.download import Downloader, DownloadError
+from cudaenv.installing.sources.base import Artifact, Unreachable
 from httpserver import FileServer, closed_port
 
 
@@ -150,7 +150,7 @@ def test_file_url_is_verified_too(env, tmp_path):
 def test_progress_bar_on_a_tty_and_lines_off_it(env, server):
     import io
 
-    from cudaenv.progress import Progress
+    from cudaenv.foundation.progress import Progress
 
     class Tty(io.StringIO):
         def isatty(self):

@@ -17,10 +17,10 @@ import time
 import pytest
 
 import test_download
-from cudaenv import download
-from cudaenv.diskspace import LowDiskSpace
-from cudaenv.download import Cancelled, Downloader, DownloadError
-from cudaenv.sources.base import Artifact
+from cudaenv.installing import download
+from cudaenv.foundation.diskspace import LowDiskSpace
+from cudaenv.installing.download import Cancelled, Downloader, DownloadError
+from cudaenv.installing.sources.base import Artifact
 
 env, server, publish = test_download.env, test_download.server, test_download.publish
 
@@ -239,7 +239,7 @@ def test_a_large_member_stops_at_its_next_chunk_when_cancelled(tmp_path, monkeyp
     a few MiB. The cancel flag turns on once the member's first chunks were written."""
     from redist_mirror import write_tar_xz
 
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     monkeypatch.setenv("CUDAENV_MAX_EXPANSION", "100000")
     arc = tmp_path / "big.tar.xz"
@@ -268,7 +268,7 @@ def test_an_interrupt_stops_the_parallel_jobs_and_is_raised(env):
     for the workers: run() calls stop(), which ends the blocked job, and re-raises."""
     import signal
 
-    from cudaenv import parallel
+    from cudaenv.foundation import parallel
 
     started, stopped = threading.Event(), threading.Event()
 
@@ -293,7 +293,7 @@ def test_an_interrupt_stops_the_parallel_jobs_and_is_raised(env):
 
 
 def test_a_failed_job_stops_the_others_and_is_raised(env):
-    from cudaenv import parallel
+    from cudaenv.foundation import parallel
 
     stopped = threading.Event()
 
@@ -310,8 +310,8 @@ def test_a_failed_job_stops_the_others_and_is_raised(env):
 
 def test_a_fifo_in_a_file_index_is_refused_without_blocking(tmp_path):
     """A PEP 503 index on a filesystem (file://, as pip reads one) whose project page is a FIFO."""
-    from cudaenv.sources import pypi
-    from cudaenv.sources.base import SourceError
+    from cudaenv.installing.sources import pypi
+    from cudaenv.installing.sources.base import SourceError
 
     project = tmp_path / "simple" / pypi.META_PACKAGE
     project.mkdir(parents=True)
@@ -336,7 +336,7 @@ def test_a_fifo_in_a_file_index_is_refused_without_blocking(tmp_path):
 
 
 def test_a_fifo_as_the_pins_file_is_refused_without_blocking(tmp_path, monkeypatch):
-    from cudaenv import pins
+    from cudaenv.installing import pins
 
     fifo = tmp_path / "pins.json"
     os.mkfifo(fifo)
@@ -363,8 +363,8 @@ def test_a_fifo_as_the_pins_file_is_refused_without_blocking(tmp_path, monkeypat
 def test_a_pypi_index_page_that_never_ends_is_bounded(env, server, monkeypatch, fault):
     """The pypi source reads its index pages with its own session: a page that trickles meets
     the deadline, and an endless one the page bound, instead of holding the install forever."""
-    from cudaenv.sources import pypi
-    from cudaenv.sources.base import SourceError
+    from cudaenv.installing.sources import pypi
+    from cudaenv.installing.sources.base import SourceError
 
     monkeypatch.setenv("CUDAENV_DOWNLOAD_DEADLINE", "1")
     monkeypatch.setattr(pypi, "LOCAL_PAGE_MAX_BYTES", 1 << 20)

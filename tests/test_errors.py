@@ -1,4 +1,4 @@
-"""The one error model (cudaenv/errors.py) and the one settings table (cudaenv/settings.py).
+"""The one error model (cudaenv/foundation/errors.py) and the one settings table (cudaenv/foundation/settings.py).
 
 Every error a user can meet is a CudaenvError of the kind its exit status says;
 the entry point prints it as `cudaenv: <message>` (+ `hint:`); a command module
@@ -15,15 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import errors, settings
+from cudaenv.foundation import errors, settings
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _classes():
-    from cudaenv import deb, download, extract, install, machine, metrics, mirror, modulefiles, pins, selection
-    from cudaenv import shared_roots, shell, store, system_install, versions
-    from cudaenv.sources import arch, base
+    from cudaenv.installing import deb, download, extract, install, mirror, pins
+    from cudaenv.diagnosing import machine, metrics
+    from cudaenv.exporting import modulefiles
+    from cudaenv.selecting import selection
+    from cudaenv.selecting import shared_roots, shell
+    from cudaenv.foundation import store, versions
+    from cudaenv.installing import system_install
+    from cudaenv.foundation import arch
+    from cudaenv.installing.sources import base
 
     return {
         selection.SelectionError: 1, selection.InvalidSelection: 1, selection.NotInstalled: 127,
@@ -49,8 +55,10 @@ def test_every_error_is_a_cudaenv_error_with_its_documented_status():
 
 
 def test_kinds_are_what_a_caller_can_catch():
-    from cudaenv import install, selection, store
-    from cudaenv.sources import base
+    from cudaenv.installing import install
+    from cudaenv.selecting import selection
+    from cudaenv.foundation import store
+    from cudaenv.installing.sources import base
 
     assert issubclass(selection.NotInstalled, errors.NotInstalledError)
     assert issubclass(install.NotInstalled, errors.NotInstalledError)
@@ -59,7 +67,8 @@ def test_kinds_are_what_a_caller_can_catch():
     assert issubclass(store.StoreNotWritable, errors.AccessError)
     # The names callers already catch keep working.
     assert issubclass(install.NotInstalled, install.InstallError)
-    from cudaenv import machine, versions
+    from cudaenv.diagnosing import machine
+    from cudaenv.foundation import versions
 
     assert issubclass(machine.ProbeInputError, ValueError) and issubclass(versions.InvalidVersion, ValueError)
 
@@ -145,7 +154,7 @@ def test_every_variable_the_code_reads_is_in_the_settings_table():
     for path in (REPO / "cudaenv").rglob("*.py"):
         names |= set(re.findall(r"CUDAENV_[A-Z][A-Z_]*[A-Z]", path.read_text()))
     missing = names - set(settings.SETTINGS)
-    assert not missing, f"add these to cudaenv/settings.py: {sorted(missing)}"
+    assert not missing, f"add these to cudaenv/foundation/settings.py: {sorted(missing)}"
 
 
 def test_settings_read_only_the_environment_they_are_given(monkeypatch):
@@ -162,14 +171,16 @@ def test_settings_read_only_the_environment_they_are_given(monkeypatch):
 
 
 def test_settings_defaults_agree_with_the_code():
-    from cudaenv import discover, machine, modulefiles
-    from cudaenv.sources import redist
+    from cudaenv.selecting import discover
+    from cudaenv.diagnosing import machine
+    from cudaenv.exporting import modulefiles
+    from cudaenv.installing.sources import redist
 
     assert settings.SETTINGS["CUDAENV_REDIST_URL"].default == redist.DEFAULT_URL
     assert settings.SETTINGS["CUDAENV_SYSTEM_SEARCH"].default == discover.DEFAULT_SEARCH
     assert settings.SETTINGS["CUDAENV_PROC_DRIVER_VERSION"].default == machine.PROC_DRIVER
     assert settings.SETTINGS["CUDAENV_MODULEFILES_FORMAT"].default in modulefiles.FORMATS
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     assert settings.SETTINGS["CUDAENV_MAX_EXPANSION"].default == str(extract.MAX_EXPANSION)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import extract
-from cudaenv.extract import UnsafeArchive
+from cudaenv.installing import extract
+from cudaenv.installing.extract import UnsafeArchive
 from redist_mirror import write_tar_xz
 
 TOP = "cuda_nvcc-linux-x86_64-13.0.48-archive"
@@ -137,7 +137,7 @@ def test_verify_links_checks_links_made_after_extraction(tmp_path):
 def test_merged_links_into_a_sibling_directory_are_refused(tmp_path):
     """The links placed while merging cached trees into staging must stay inside that toolkit:
     a sibling whose name merely starts with the root's (13.0.2-other beside 13.0.2) is outside."""
-    from cudaenv import cache
+    from cudaenv.installing import cache
 
     root = tmp_path / "staging" / "13.0.2"
     sibling = tmp_path / "staging" / "13.0.2-other" / "lib"

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import diskspace, extract
-from cudaenv.diskspace import LowDiskSpace
-from cudaenv.extract import UnsafeArchive
+from cudaenv.foundation import diskspace
+from cudaenv.installing import extract
+from cudaenv.foundation.diskspace import LowDiskSpace
+from cudaenv.installing.extract import UnsafeArchive
 from redist_mirror import write_tar_xz
 from test_deb import ar_archive
 import tmpfs
@@ -159,7 +160,7 @@ _EXTRACT_PAUSED = """
 import os
 import sys
 from pathlib import Path
-from cudaenv import extract
+from cudaenv.installing import extract
 real_mkdir, paused = os.mkdir, []
 def mkdir(name, *args, **kw):
     real_mkdir(name, *args, **kw)

@@ -18,8 +18,8 @@ import threading
 import pytest
 
 import test_download
-from cudaenv import download
-from cudaenv.download import DownloadError
+from cudaenv.installing import download
+from cudaenv.installing.download import DownloadError
 from httpserver import FileServer
 from redist_mirror import RedistMirror
 from toolkits import base_env

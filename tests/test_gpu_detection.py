@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import machine
+from cudaenv.diagnosing import machine
 from fakemachine import SMI, Machine
 
 # The NVML subset pynvml calls for detection: init, driver version, device count,

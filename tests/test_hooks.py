@@ -287,7 +287,7 @@ def test_hook_reads_a_huge_version_file_only_up_to_the_bound(shell, world):
     tmp, root, env, init = world
     if not shutil.which("strace") or not shutil.which(EXE[shell][0]):
         pytest.skip(f"needs strace and {shell}")
-    from cudaenv.versionfile import MAX_BYTES
+    from cudaenv.selecting.versionfile import MAX_BYTES
 
     huge = tmp / "huge"
     huge.mkdir()
@@ -349,7 +349,7 @@ def test_hook_survives_set_e(shell, world):
 def test_hook_exports_what_python_computes(shell, ld, world):
     """Each hook exports exactly activation.toolkit_env's variables, as the sh shim does
     (tests/test_shims.py): one reference for bash, zsh and fish alike."""
-    from cudaenv import activation
+    from cudaenv.selecting import activation
 
     tmp, root, env, init = world
     if ld:

@@ -96,7 +96,7 @@ def test_table_agrees_with_every_installed_toolkits_header():
 def test_the_header_is_run_not_retyped():
     """The rules follow the header's text: a real 13.0 header with its gcc bound edited gives the edited bound,
     and its special cases (Grace clang, ICX, MSVC, ICC, xlC) come out as the header says."""
-    from cudaenv import hostcc_rules
+    from cudaenv.selecting import hostcc_rules
 
     roots = _installed_toolkits()
     if not roots:
@@ -224,7 +224,7 @@ CASES = [
 @pytest.mark.parametrize("extra,applies", CASES, ids=[",".join(c[0]) or "nothing" for c in CASES])
 def test_a_compiler_the_user_named_is_never_replaced(store118, extra, applies):
     _need_gcc11()
-    from cudaenv import activation
+    from cudaenv.selecting import activation
 
     store_root, tk, env, proj = store118
     cc = (store_root / "host-compiler" / "11.8").read_text().splitlines()[1]
@@ -339,7 +339,7 @@ def test_exec_and_env_say_when_the_users_compiler_is_refused(store118):
 
 def test_the_docs_excerpt_is_the_data():
     """docs/host-compilers.md's table says what host_compilers.json says for each release's newest nvcc."""
-    from cudaenv import hostcc_rules
+    from cudaenv.selecting import hostcc_rules
 
     table = json.loads((REPO / "cudaenv" / "data" / "host_compilers.json").read_text())["components"]
     text = (REPO / "docs" / "host-compilers.md").read_text()
@@ -435,7 +435,7 @@ def test_install_118_without_gcc11_warns_and_doctor_says_what_to_install(tmp_pat
 
 def test_versioned_compilers_are_looked_for_only_in_absolute_directories(tmp_path, monkeypatch):
     """A relative PATH entry (".") would make rehash run whatever the current directory holds."""
-    from cudaenv import hostcc
+    from cudaenv.selecting import hostcc
 
     planted = tmp_path / "g++-99"
     planted.write_text("#!/bin/sh\ntouch ran\n")

@@ -203,7 +203,7 @@ def test_read_only_store_as_root(tmp_path):
 
 def test_json_nested_past_the_recursion_limit_is_malformed_json():
     """A few kilobytes of '[' overflow json's recursion: that is ValueError, which every reader catches."""
-    from cudaenv import safeopen
+    from cudaenv.foundation import safeopen
 
     with pytest.raises(ValueError, match="nested too deeply"):
         safeopen.json_loads("[" * 100_000)

@@ -1,5 +1,6 @@
 """The import map of the cudaenv package has a direction: no module imports,
-even lazily inside a function, a module that imports it back.
+even lazily inside a function, a module that imports it back, and the
+subpackages stand in layers that only ever import downwards (LAYERS).
 
 A cycle is where a change to one module ripples through the others and where
 a start-up path pulls in more than it uses. The graph is read from the source
@@ -10,6 +11,7 @@ run happened to import.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudaenv"
@@ -87,9 +89,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_read():
     graph = import_graph()
     # A few edges that must be seen, so an empty graph cannot pass.
-    assert "cudaenv.alias_lookup" in graph["cudaenv.selection"]
-    assert "cudaenv.deb" in graph["cudaenv.extract"]
-    assert "cudaenv.rehash" in graph["cudaenv.commands.shell"]
+    assert "cudaenv.selecting.alias_lookup" in graph["cudaenv.selecting.selection"]
+    assert "cudaenv.installing.deb" in graph["cudaenv.installing.extract"]
+    assert "cudaenv.selecting.rehash" in graph["cudaenv.commands.shell"]
 
 
 # Cycles allowed, each with what closes it: none. A new cycle fails.
@@ -104,25 +106,93 @@ def test_no_new_import_cycles():
 def test_extract_and_deb_are_not_a_cycle():
     # extract reads .deb members through deb; deb never imports extract.
     graph = import_graph()
-    assert "cudaenv.extract" not in graph["cudaenv.deb"]
-    assert "cudaenv.shims" not in graph["cudaenv.aliases"]
+    assert "cudaenv.installing.extract" not in graph["cudaenv.installing.deb"]
+    assert "cudaenv.selecting.shims" not in graph["cudaenv.selecting.aliases"]
 
 
 def test_a_lookup_and_a_rebuild_import_one_way():
     """selection -> alias_lookup -> rehash -> aliases: the table and the version files sit
     below the rebuild, which never imports selection, so a stale lookup's rebuild is no cycle."""
     graph = import_graph()
-    assert "cudaenv.rehash" in graph["cudaenv.alias_lookup"]
-    for low in ("cudaenv.aliases", "cudaenv.versionfile", "cudaenv.storelinks", "cudaenv.shims"):
-        assert not graph[low] & {"cudaenv.selection", "cudaenv.alias_lookup", "cudaenv.rehash"}, low
+    assert "cudaenv.selecting.rehash" in graph["cudaenv.selecting.alias_lookup"]
+    for low in ("cudaenv.selecting.aliases", "cudaenv.selecting.versionfile", "cudaenv.selecting.storelinks", "cudaenv.selecting.shims"):
+        assert not graph[low] & {"cudaenv.selecting.selection", "cudaenv.selecting.alias_lookup", "cudaenv.selecting.rehash"}, low
 
 
 def test_the_probe_does_not_import_the_resolver():
     # The resolver reads probes (and probes when given none); the probe checks its own overrides.
     graph = import_graph()
-    assert "cudaenv.machine" in graph["cudaenv.resolver"]
-    assert "cudaenv.resolver" not in graph["cudaenv.machine"]
+    assert "cudaenv.diagnosing.machine" in graph["cudaenv.diagnosing.resolver"]
+    assert "cudaenv.diagnosing.resolver" not in graph["cudaenv.diagnosing.machine"]
 
 
 def test_a_cycle_is_found():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# The rooms of the package and the rooms each may import, as the subpackages' own docstrings say.
+# "interface" is the CLI and the API: cudaenv/__init__.py, __main__.py, cli.py, fastpath.py,
+# completion.py and commands/, which may import everything.
+LAYERS = {
+    "data": set(),
+    "foundation": {"data"},
+    "selecting": {"foundation", "data"},
+    "diagnosing": {"selecting", "foundation", "data"},
+    "exporting": {"selecting", "foundation", "data"},
+    "installing": {"exporting", "selecting", "foundation", "data"},
+    "interface": {"installing", "exporting", "diagnosing", "selecting", "foundation", "data"},
+}
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "interface"
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} ({room(a)}) imports {b} ({room(b)})" for a, targets in graph.items() for b in targets
+                  if room(a) != room(b) and room(b) not in LAYERS[room(a)])
+
+
+def test_every_module_is_in_a_room_and_every_room_has_its_docstring():
+    rooms = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} - {"commands"}
+    assert rooms == set(LAYERS) - {"interface"}
+    top = {p.stem for p in PACKAGE.glob("*.py")}
+    assert top == {"__init__", "__main__", "cli", "fastpath", "completion"}, "a new module belongs in a room"
+    for name in rooms - {"data"}:
+        doc = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text())) or ""
+        assert "Owns:" in doc and "May import:" in doc and "Offers the layers above:" in doc, name
+        # What the docstring says it may import is what LAYERS allows.
+        said = set(re.findall(r"cudaenv\.(\w+)", doc.split("May import:")[1].split("\n\n")[0]))
+        assert said == LAYERS[name], (name, said)
+
+
+def test_the_rooms_import_only_the_layers_below():
+    assert upward_imports(import_graph()) == []
+
+
+def test_an_upward_import_is_seen():
+    graph = {"cudaenv.foundation.store": {"cudaenv.selecting.selection"},
+             "cudaenv.selecting.selection": {"cudaenv.foundation.store"},
+             "cudaenv.installing.install": {"cudaenv.diagnosing.machine"}, "cudaenv.cli": {"cudaenv.installing.install"}}
+    assert upward_imports(graph) == [
+        "cudaenv.foundation.store (foundation) imports cudaenv.selecting.selection (selecting)",
+        "cudaenv.installing.install (installing) imports cudaenv.diagnosing.machine (diagnosing)"]
+
+
+def test_a_bound_venvs_start_imports_no_package_code():
+    """venvstart runs at every start of a bound interpreter: the packages it is imported through
+    (cudaenv, cudaenv.selecting) must hold nothing that runs beyond their docstring and a few
+    assignments, and venvstart itself imports only activation."""
+    graph = import_graph()
+    assert graph["cudaenv.selecting.venvstart"] <= {"cudaenv.selecting.activation"}
+    tree = ast.parse((PACKAGE / "selecting" / "__init__.py").read_text())
+    assert all(isinstance(n, ast.Expr) for n in tree.body)
+
+
+def test_a_command_module_imports_no_other_command_but_common():
+    """What two commands share lives in commands/common.py or in a room below, never in one of them."""
+    graph = import_graph()
+    crossing = {a: sorted(b for b in targets if b.startswith("cudaenv.commands.") and b != "cudaenv.commands.common")
+                for a, targets in graph.items() if a.startswith("cudaenv.commands.")}
+    assert {a: b for a, b in crossing.items() if b} == {}

@@ -406,7 +406,7 @@ def test_an_interrupted_install_removes_its_own_half_unpacked_trees(tmp_path, mo
     """What the interrupted install calls once it stops waiting for a worker still unpacking
     (the flaky SIGTERM case above on a loaded machine left `.<sha>.<pid>.<rand>` behind): its
     own temporary trees go; another live install's, and every finished tree, stay."""
-    from cudaenv import cache
+    from cudaenv.installing import cache
 
     monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
     trees = cache.trees_root()

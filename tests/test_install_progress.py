@@ -27,7 +27,7 @@ from httpserver import FileServer
 from redist_mirror import RedistMirror
 from toolkits import base_env
 
-from cudaenv.progress import human_bytes
+from cudaenv.foundation.progress import human_bytes
 
 RELEASE = "13.0.2"
 MINIMAL = ("cuda_nvcc", "cuda_cudart", "cuda_crt", "libnvvm", "cuda_cccl")  # what the minimal profile fetches
@@ -291,7 +291,7 @@ def test_unpack_progress_follows_the_reads_of_each_kind_of_archive(tmp_path):
     from redist_mirror import write_tar_xz
     from test_pypi import build_wheel
 
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     tar = tmp_path / "a.tar.xz"
     big = random.Random(3).randbytes(3 << 20)  # several reports' worth (one per MiB read)

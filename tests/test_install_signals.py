@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import locking
+from cudaenv.foundation import locking
 from httpserver import FileServer
 from redist_mirror import RedistMirror
 from toolkits import base_env

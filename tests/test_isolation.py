@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import consumers, programs
-from cudaenv import machine as probing
+from cudaenv.diagnosing import consumers
+from cudaenv.foundation import programs
+from cudaenv.diagnosing import machine as probing
 from fakemachine import Machine
 
 # The module names Python imports by itself or that cudaenv's snippets and the probe import.
@@ -152,7 +153,7 @@ def test_doctor_and_resolve_run_nothing_of_the_checkout_or_pythonpath(tmp_path, 
 
 
 def test_live_probe_runs_nothing_of_the_checkout_or_pythonpath(tmp_path, monkeypatch):
-    """The live consumer probe (cudaenv/_live_probe.py, which imports torch, FlashInfer, Triton and
+    """The live consumer probe (cudaenv/diagnosing/_live_probe.py, which imports torch, FlashInfer, Triton and
     SGLang in the target) gives the same raw answer from the hostile checkout as from a clean one."""
     m = machine(tmp_path)
     clean = {c: consumers.ask(m.python, c, ["sm_120"], m.env()) for c in consumers.CONSUMERS}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import cache, layout
+from cudaenv.installing import cache, layout
 from httpserver import FileServer
 from redist_mirror import RedistMirror, package_entries
 from test_install import Env

@@ -1,7 +1,7 @@
 """Libraries, not only nvcc: where cuda-pathfinder (numba-cuda's and cupy's loader) takes
 libnvrtc and libnvvm from, in each way cudaenv applies a toolkit, against the real
 cuda-pathfinder and NVIDIA's real wheels from PyPI; and the doctor's replay of that
-search (cudaenv/libsearch.py) must give the same answer in every mode.
+search (cudaenv/selecting/libsearch.py) must give the same answer in every mode.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import activation, libsearch
-from cudaenv.sources.base import Artifact, Plan
-from cudaenv.sources.pypi import PypiSource
+from cudaenv.selecting import activation, libsearch
+from cudaenv.foundation.versions import Release
+from cudaenv.installing.sources.base import Artifact, Plan
+from cudaenv.installing.sources.pypi import PypiSource
 
 WHEEL_CACHE = Path(os.environ.get("CUDAENV_TEST_WHEEL_CACHE", Path.home() / ".cache" / "cudaenv-test-wheels"))
 PATHFINDER = "cuda-pathfinder==1.9.1"
@@ -66,7 +67,7 @@ def pathfinder(tmp_path_factory):
 def selected(tmp_path_factory):
     """A toolkit assembled from NVIDIA's real nvrtc and nvvm wheels by cudaenv's own
     extraction and PyPI layout (finalize), as `cudaenv install --source pypi --with nvrtc` does."""
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     root = tmp_path_factory.mktemp("toolkit") / "13.0.2"
     root.mkdir()
@@ -77,7 +78,7 @@ def selected(tmp_path_factory):
                                   "nvidia/cu13"))
         extract.extract_artifact(wheel, "whl", root, "nvidia/cu13")
     (root / "bin").mkdir(exist_ok=True)
-    PypiSource().finalize(root, Plan("pypi", "13.0.2", "linux-x86_64", "minimal", artifacts))
+    PypiSource().finalize(root, Plan("pypi", Release(13, 0, 2), "linux-x86_64", "minimal", artifacts))
     return root
 
 
@@ -139,7 +140,7 @@ def test_which_toolkit_each_library_comes_from_per_mode(pathfinder, selected):
 
 def test_pathfinder_finds_libnvvm_of_a_pypi_toolkit_under_cuda_path(tmp_path):
     """The nvvm wheel puts libnvvm.so.4 in lib/; cuda-pathfinder looks under CUDA_PATH's nvvm/lib64 only."""
-    from cudaenv.sources.pypi import add_dev_symlinks, link_nvvm_lib64
+    from cudaenv.installing.sources.pypi import add_dev_symlinks, link_nvvm_lib64
 
     root = tmp_path / "13.0.2"
     (root / "lib").mkdir(parents=True)

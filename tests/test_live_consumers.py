@@ -1,6 +1,6 @@
 """The consumers asked themselves: real triton, flashinfer-python and sglang wheels from PyPI
 (installed --no-deps into a venv made here, once per session), their own code run by
-cudaenv/_live_probe.py, and cudaenv's model and doctor compared with what they say, GPU
+cudaenv/diagnosing/_live_probe.py, and cudaenv's model and doctor compared with what they say, GPU
 arch by GPU arch. torch is too big for CI: its lookup is checked against a recorded run.
 """
 
@@ -18,8 +18,8 @@ import pytest
 from fakemachine import PTXAS_BANNER
 from toolkits import base_env, component_for, make_toolkit, managed
 
-from cudaenv import consumers, jitcache
-from cudaenv import diagnostics as doc
+from cudaenv.diagnosing import consumers, jitcache
+from cudaenv.diagnosing import diagnostics as doc
 from cudaenv.data import load
 
 WHEELS = ("triton==3.9.0", "flashinfer-python==0.7.4", "sglang==0.5.23")
@@ -93,7 +93,7 @@ def world(tmp_path):
 
 
 def probe_for(python, env, archs=ARCHS):
-    from cudaenv.machine import probe
+    from cudaenv.diagnosing.machine import probe
 
     return probe(python=python, archs=archs, driver="580.95.05", env=env)
 
@@ -483,7 +483,7 @@ def test_live_timeout_is_reported_not_fatal(tmp_path):
     m = Machine(tmp_path, gpus="rtx-pro-6000", torch=None, triton="3.9.0")
     (m.site / "triton" / "__init__.py").write_text("import time\ntime.sleep(60)\n")
     env = m.env(CUDAENV_LIVE="always", CUDAENV_LIVE_TIMEOUT="2")
-    from cudaenv.machine import probe
+    from cudaenv.diagnosing.machine import probe
 
     a = consumers.answers(probe(python=m.python, env=env), env)["triton"]
     assert not a.live and a.live_error == "no answer within 2s"

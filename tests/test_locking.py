@@ -1,4 +1,4 @@
-"""cudaenv/locking.py for real: each kind of lock contended by separate processes, stale and live
+"""cudaenv/foundation/locking.py for real: each kind of lock contended by separate processes, stale and live
 lock directories, and the auto fallback driven by a filesystem that refuses locks (an LD_PRELOAD
 shim that makes flock(2) and fcntl(F_SETLK*) fail with ENOLCK, the errno an NFS client without
 lockd returns)."""
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import locking
+from cudaenv.foundation import locking
 
 REPO = Path(__file__).resolve().parent.parent
 KINDS = ("flock", "posix", "lockdir")
@@ -27,7 +27,7 @@ KINDS = ("flock", "posix", "lockdir")
 # and keeps it until a line arrives on stdin; `try` reports whether the lock is free right now.
 CHILD = textwrap.dedent("""
     import sys, time
-    from cudaenv import locking
+    from cudaenv.foundation import locking
     mode, path = sys.argv[1], sys.argv[2]
     if mode == "count":
         n, counter = int(sys.argv[3]), sys.argv[4]
@@ -330,7 +330,7 @@ def test_killed_install_lockdir_does_not_block_the_next(tmp_path, redist, lock_s
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_prune_skips_an_archive_another_process_is_using(tmp_path, monkeypatch, kind):
-    from cudaenv import cache
+    from cudaenv.installing import cache
 
     monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
@@ -351,7 +351,7 @@ def test_prune_skips_an_archive_another_process_is_using(tmp_path, monkeypatch, 
 
 
 def test_staging_cleaner_with_lock_directories(tmp_path, monkeypatch):
-    from cudaenv import install
+    from cudaenv.installing import install
 
     monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
     monkeypatch.setenv("CUDAENV_LOCK", "lockdir")
@@ -377,7 +377,7 @@ def test_staging_cleaner_with_lock_directories(tmp_path, monkeypatch):
 # blocking, pausing (until a line on stdin) right after a lock was judged stale, before the takeover.
 PAUSING_CHILD = textwrap.dedent("""
     import socket, sys
-    from cudaenv import locking
+    from cudaenv.foundation import locking
     mode = sys.argv[1]
     if mode == "as":
         host, stale, path = sys.argv[2], float(sys.argv[3]), sys.argv[4]

@@ -471,8 +471,8 @@ def test_redist_mirror_over_file_url_installs_without_network(tmp_path, upstream
 
 
 def test_a_web_index_may_not_point_at_local_files(tmp_path):
-    from cudaenv.sources.base import SourceError
-    from cudaenv.sources.pypi import PypiSource
+    from cudaenv.installing.sources.base import SourceError
+    from cudaenv.installing.sources.pypi import PypiSource
     from packaging.requirements import Requirement
 
     wheel = f"nvidia_cuda_nvcc-13.0.88-{platform_tag(MACHINE)}.whl"

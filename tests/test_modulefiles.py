@@ -129,7 +129,7 @@ def test_a_module_puts_lib64_on_ld_library_path_as_activation_does(site, fmt, se
     lib = str(site.tk["13.0.2"] / "lib64")
     assert got["before"] == got["unloaded"] == "/opt/own/lib", (got, r.stderr)
     assert got["loaded"] == ("/opt/own/lib" if setting == "0" else f"{lib}:/opt/own/lib"), (got, r.stderr)
-    from cudaenv import activation
+    from cudaenv.selecting import activation
 
     assert activation.toolkit_env(site.tk["13.0.2"], dict(site.env, LD_LIBRARY_PATH="/opt/own/lib", **(
         {"CUDAENV_LD_LIBRARY_PATH": setting} if setting else {}))).get("LD_LIBRARY_PATH", "/opt/own/lib") \
@@ -177,7 +177,7 @@ def test_regenerate_keeps_current_and_leaves_foreign_files(site):
 
 
 def test_refresh_if_configured(site):
-    from cudaenv import modulefiles
+    from cudaenv.exporting import modulefiles
 
     env = dict(site.env)
     old = {k: os.environ.get(k) for k in ("CUDAENV_ROOT", "CUDAENV_SYSTEM_SEARCH", "CUDAENV_CACHE_DIR")}

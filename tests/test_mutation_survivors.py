@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import resolver as rs
-from cudaenv.versions import number_key
+from cudaenv.diagnosing import resolver as rs
+from cudaenv.foundation.versions import number_key
 from fakemachine import PLATFORMS, Machine
 from httpserver import FileServer
 from redist_mirror import RedistMirror, write_tar_xz
@@ -68,7 +68,7 @@ def test_way_out_is_the_newest_fitting_torch(kwargs, way):
 
 def test_every_fitting_torch_older_than_the_way_out_is_passed_over():
     """The class: of several builds that all fit, the newest torch is chosen, for every arch."""
-    table = json.loads((Path(rs.__file__).parent / "data" / "torch_builds.json").read_text())["builds"]
+    table = json.loads((Path(rs.__file__).parent.parent / "data" / "torch_builds.json").read_text())["builds"]
     for sm in ("sm_70", "sm_75", "sm_80", "sm_90", "sm_120"):
         way = rs.covering_build([sm], None, "cu126", lambda r: True)
         assert way, sm
@@ -132,7 +132,7 @@ def _outside_files(base: Path, root: Path) -> list[str]:
 @pytest.mark.parametrize("kind", ["tar.xz", "whl"])
 @pytest.mark.parametrize("chain", list(CHAINS), ids=list(CHAINS))
 def test_chained_links_never_write_outside_the_root(tmp_path, kind, chain):
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     base = tmp_path / "base"
     stage = base / "stage"
@@ -203,8 +203,8 @@ def _wait_sent(sent: list) -> int:
 
 
 def test_download_stops_when_the_server_sends_more_than_expected(tmp_path, monkeypatch, endless):
-    from cudaenv.download import Downloader, DownloadError
-    from cudaenv.sources import Artifact
+    from cudaenv.installing.download import Downloader, DownloadError
+    from cudaenv.installing.sources.base import Artifact
 
     url, sent = endless
     monkeypatch.setenv("CUDAENV_CACHE_DIR", str(tmp_path / "cache"))
@@ -224,7 +224,7 @@ def test_download_stops_when_the_server_sends_more_than_expected(tmp_path, monke
 
 
 def test_fetch_bytes_stops_at_its_limit(endless):
-    from cudaenv.download import DownloadError, fetch_bytes
+    from cudaenv.installing.download import DownloadError, fetch_bytes
 
     url, sent = endless
     with pytest.raises(DownloadError, match="larger than 1048576 bytes"):
@@ -294,13 +294,13 @@ def test_a_release_appears_in_versions_by_one_rename(tmp_path, mirror):
 
 
 def test_a_cleaner_never_removes_a_running_installs_staging(tmp_path, monkeypatch):
-    from cudaenv import install
-    from cudaenv.versions import Release
+    from cudaenv.installing import install
+    from cudaenv.foundation.versions import Release
 
     root = tmp_path / "root"
     monkeypatch.setenv("CUDAENV_ROOT", str(root))
     env = base_env(root)
-    clean = "from cudaenv import install; print(install.clean_stale_staging())"
+    clean = "from cudaenv.installing import install; print(install.clean_stale_staging())"
     # Leftovers of dead installs: a tree without a lock, and a tree whose lock nobody holds.
     (root / "staging" / "12.8.1-1-dead").mkdir(parents=True)
     (root / "staging" / "12.9.1-2-done").mkdir()
@@ -320,14 +320,14 @@ def test_a_staging_tree_whose_install_was_killed_is_cleaned(tmp_path):
     """The other half of the class: a lock held by a process that died is free again."""
     root = tmp_path / "root"
     env = base_env(root)
-    hold = ("import sys, time; from cudaenv import install; from cudaenv.versions import Release\n"
+    hold = ("import sys, time; from cudaenv.installing import install; from cudaenv.foundation.versions import Release\n"
             "with install.staging_tree(Release.parse('13.0.2')) as p:\n"
             "    print(p.name, flush=True); time.sleep(600)\n")
     proc = subprocess.Popen([sys.executable, "-c", hold], env=env, stdout=subprocess.PIPE, text=True)
     try:
         name = proc.stdout.readline().strip()
         assert name, "the holder did not start"
-        clean = "from cudaenv import install; print(install.clean_stale_staging())"
+        clean = "from cudaenv.installing import install; print(install.clean_stale_staging())"
         r = subprocess.run([sys.executable, "-c", clean], env=env, capture_output=True, text=True, timeout=60)
         assert eval(r.stdout) == [] and (root / "staging" / name).is_dir()
         proc.kill()
@@ -401,7 +401,7 @@ def _spec_corpus() -> list[str]:
 
 
 def test_shim_and_python_agree_on_every_spec(tmp_path, monkeypatch):
-    from cudaenv import selection, shims
+    from cudaenv.selecting import selection, shims
 
     root = tmp_path / "root"
     env = rehashed_store(root, releases=("13.0.2", "1.0.0"))

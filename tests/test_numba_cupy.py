@@ -19,8 +19,8 @@ import json
 
 import pytest
 
-from cudaenv import numba_cupy as nc
-from cudaenv import resolver as rs
+from cudaenv.diagnosing import numba_cupy as nc
+from cudaenv.diagnosing import resolver as rs
 from cudaenv.data import load
 from fakemachine import PLATFORMS, Machine, checks, doctor_rounds, ends_clean
 

@@ -34,7 +34,7 @@ def test_sdist_ships_no_partial_test_suite(dists):
     sdist, _ = dists
     names = tarfile.open(sdist).getnames()
     assert not any("/tests/" in n for n in names), [n for n in names if "/tests/" in n][:5]
-    assert any(n.endswith("cudaenv/selection.py") for n in names)
+    assert any(n.endswith("cudaenv/selecting/selection.py") for n in names)
     assert any(n.endswith("shims/select.sh") for n in names)
 
 
@@ -71,7 +71,7 @@ def test_installed_wheel_imports_every_module(dists, tmp_path):
             "assert cudaenv.__file__.startswith(sys.argv[1]), cudaenv.__file__\n"
             "for m in pkgutil.walk_packages(cudaenv.__path__, 'cudaenv.'):\n"
             "    importlib.import_module(m.name)\n"
-            "from cudaenv import shims\n"
+            "from cudaenv.selecting import shims\n"
             "assert shims.template('select.sh').startswith('#')\n")
     r = subprocess.run([sys.executable, "-c", code, str(target)], cwd=tmp_path, capture_output=True, text=True,
                        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import pins
-from cudaenv.download import MAX_JSON_DEPTH, DownloadError, parse_json
-from cudaenv.sources.base import IntegrityError
-from cudaenv.sources.redist import RedistSource
+from cudaenv.installing import pins
+from cudaenv.installing.download import MAX_JSON_DEPTH, DownloadError, parse_json
+from cudaenv.foundation.versions import Release
+from cudaenv.installing.sources.base import IntegrityError
+from cudaenv.installing.sources.redist import RedistSource
 from httpserver import FileServer
 from redist_mirror import REDIST_MANIFESTS, RedistMirror, nvcc_script, package_entries, write_tar_xz
 from toolkits import base_env
@@ -208,7 +209,7 @@ def test_a_pinned_archive_stays_pinned_under_another_release(tmp_path, monkeypat
     monkeypatch.setenv("CUDAENV_PINS", str(user_pins))
     src = RedistSource(m.root.as_uri() + "/", "linux-x86_64")
     with pytest.raises(IntegrityError) as e:
-        src.plan(NEWER, "minimal")
+        src.plan(Release.parse(NEWER), "minimal")
     entry = m.manifests[NEWER]["cuda_nvcc"]["linux-x86_64"]
     name = nvidia_path.rsplit("/", 1)[1]
     assert str(e.value) == (
@@ -227,7 +228,7 @@ def test_real_manifests_pass_their_pins_whatever_their_whitespace(tmp_path):
         for platform in pins.PINNED_PLATFORMS:
             if platform == "linux-aarch64" and release.startswith("13."):
                 continue  # Jetson (L4T) archives end with 12.9.1; 13.x Jetsons (Thor) use sbsa
-            plan = RedistSource(tmp_path.as_uri() + "/", platform).plan(release, "full")
+            plan = RedistSource(tmp_path.as_uri() + "/", platform).plan(Release.parse(release), "full")
             shipped = pins.load().archives
             assert all(shipped[a.url.removeprefix(tmp_path.as_uri() + "/")] == (a.sha256, a.size)
                        for a in plan.artifacts)
@@ -322,8 +323,8 @@ def test_deeply_nested_pypi_project_page_is_one_line_naming_the_url():
     import http.server
     import threading
 
-    from cudaenv.sources.base import SourceError
-    from cudaenv.sources.pypi import JSON_ACCEPT, PypiSource
+    from cudaenv.installing.sources.base import SourceError
+    from cudaenv.installing.sources.pypi import JSON_ACCEPT, PypiSource
 
     body = ('{"meta": {"api-version": "1.0"}, "files": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cudaenv import machine as pr
+from cudaenv.diagnosing import machine as pr
 from fakemachine import Machine
 
 
@@ -147,7 +147,7 @@ def test_selection_is_named_fields_with_the_same_json(tmp_path):
     JSON (`cudaenv version --json`'s keys, in that order)."""
     import dataclasses
 
-    from cudaenv import selection
+    from cudaenv.selecting import selection
 
     m = Machine(tmp_path, torch=None)
     tk = m.managed_toolkit("13.0.2")

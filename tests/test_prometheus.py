@@ -89,9 +89,9 @@ def test_no_gpu_machine_omits_gpu_and_driver(tmp_path):
 
 
 def test_label_values_are_escaped():
-    from cudaenv import metrics
-    from cudaenv.diagnostics import Check, Report
-    from cudaenv.machine import GPU, Probe
+    from cudaenv.diagnosing import metrics
+    from cudaenv.diagnosing.diagnostics import Check, Report
+    from cudaenv.diagnosing.machine import GPU, Probe
 
     odd = 'GPU "quoted" \\ back\nslash'
     probe = Probe(gpus=[GPU(0, odd, "12.0", "sm_120")], gpu_source="nvidia-smi", driver="580.65.06",
@@ -137,13 +137,13 @@ def test_rendering_loads_nothing_a_plain_doctor_does_not():
     # renderer adds its one small module and nothing else (no client library, no tempfile).
     import subprocess
 
-    code = ("import sys; from cudaenv.commands import doctor; from cudaenv import diagnostics; "
-            "before = set(sys.modules); from cudaenv import metrics; "
+    code = ("import sys; from cudaenv.commands import doctor; from cudaenv.diagnosing import diagnostics; "
+            "before = set(sys.modules); from cudaenv.diagnosing import metrics; "
             "print(sorted(set(sys.modules) - before))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "['cudaenv.metrics']"
+    assert r.stdout.strip() == "['cudaenv.diagnosing.metrics']"
 
 
 # --- the real tools: node_exporter's textfile collector, promtool -------------------------------

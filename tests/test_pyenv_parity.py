@@ -268,9 +268,9 @@ def test_completions__scripts_name_every_command(store):
 
 
 def test_completions__shipped_in_the_package():
-    from cudaenv import completion
+    from cudaenv.selecting import shell as shellmod
 
-    d = completion.scripts_dir()
+    d = shellmod.completion_dir()
     assert (d / "cudaenv.bash").is_file() and (d / "_cudaenv").is_file() and (d / "cudaenv.fish").is_file()
 
 

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import discover
-from cudaenv.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
-from cudaenv.sources import pypi
-from cudaenv.sources.pypi import PypiSource
+from cudaenv.selecting import discover
+from cudaenv.foundation.versions import Release
+from cudaenv.installing.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
+from cudaenv.installing.sources import pypi
+from cudaenv.installing.sources.pypi import PypiSource
 from httpserver import closed_port
 
 PYPI = "https://pypi.org/simple/"
@@ -312,7 +313,7 @@ def test_old_releases_are_refused_before_any_network():
     src = PypiSource(f"http://127.0.0.1:{closed_port()}/simple/")
     for release in ("12.8.1", "11.8.0", "12.9"):
         with pytest.raises(SourceError, match=r"--source redist or --source apt") as info:
-            src.plan(release, "minimal")
+            src.plan(Release.parse(release), "minimal")
         assert "nvcc" in str(info.value) and not isinstance(info.value, Unreachable)
 
 
@@ -335,7 +336,7 @@ def expected_artifact(index: Index, project: str, version: str):
 
 
 def test_minimal_plan_pins_from_the_meta_package(local_index):
-    plan = PypiSource(local_index.url).plan("13.0.2", "minimal")
+    plan = PypiSource(local_index.url).plan(Release(13, 0, 2), "minimal")
     got = {a.component: a for a in plan.artifacts}
     assert sorted(got) == ["nvidia-cuda-cccl", "nvidia-cuda-crt", "nvidia-cuda-nvcc", "nvidia-cuda-runtime", "nvidia-nvvm"]
     # Exact pins; `==13.0.96.*` admits the post-release 13.0.96.1, the newest match; yanked 13.0.85.9 is skipped.
@@ -348,35 +349,35 @@ def test_minimal_plan_pins_from_the_meta_package(local_index):
         assert (art.filename, art.sha256, art.size) == (filename, sha, size)
         assert art.kind == "whl" and art.subdir == "nvidia/cu13"
         assert art.url == f"{local_index.url.removesuffix('simple/')}files/{filename}"
-    assert plan.source == "pypi" and plan.release == "13.0.2" and plan.profile == "minimal"
+    assert plan.source == "pypi" and plan.release == Release(13, 0, 2) and plan.profile == "minimal"
     assert plan.platform == f"linux-{MACHINE}"
 
 
 def test_build_and_full_profiles_and_extra(local_index):
     src = PypiSource(local_index.url)
-    build = src.plan("13.0.2", "build")
+    build = src.plan(Release(13, 0, 2), "build")
     names = {a.component for a in build.artifacts}
     assert {"nvidia-cublas", "nvidia-cuda-profiler-api"} <= names  # profiler_api -> the 'profiler' extra
     # nvrtc etc. are not in this index's meta-package: noted, not fatal.
     assert any(n.startswith("nvrtc:") for n in build.notes)
 
-    full = src.plan("13.0.2", "full")
+    full = src.plan(Release(13, 0, 2), "full")
     assert {a.component for a in full.artifacts} == {c[0] for c in COMPONENTS}
     assert "nvidia-win-only" not in {a.component for a in full.artifacts}
 
     # --with takes a generic name, an extra name or a wheel name.
     for item in ("cublas", "nvidia-cublas", "nvidia_cublas"):
-        plan = src.plan("13.0.2", "minimal", {item})
+        plan = src.plan(Release(13, 0, 2), "minimal", {item})
         assert "nvidia-cublas" in {a.component for a in plan.artifacts}
     with pytest.raises(UnknownComponent, match=r"'cuobjdump' is not offered by cuda-toolkit 13.0.2: allowed are .*cublas"):
-        src.plan("13.0.2", "minimal", {"cuobjdump"})
+        src.plan(Release(13, 0, 2), "minimal", {"cuobjdump"})
     with pytest.raises(SourceError, match=r"unknown profile 'tiny'"):
-        src.plan("13.0.2", "tiny")
+        src.plan(Release(13, 0, 2), "tiny")
 
 
 def test_missing_release_names_what_exists(local_index):
     with pytest.raises(UnknownRelease, match=r"cuda-toolkit 13\.0\.9 is not on .*available: 13\.0\.2"):
-        PypiSource(local_index.url).plan("13.0.9", "minimal")
+        PypiSource(local_index.url).plan(Release(13, 0, 9), "minimal")
 
 
 def test_html_only_index_works_too(tmp_path):
@@ -385,7 +386,7 @@ def test_html_only_index_works_too(tmp_path):
     index = Index(wheels, html_only=True)
     try:
         populate(index, wheels)
-        plan = PypiSource(index.url).plan("13.0.2", "minimal")
+        plan = PypiSource(index.url).plan(Release(13, 0, 2), "minimal")
         nvcc = next(a for a in plan.artifacts if a.component == "nvidia-cuda-nvcc")
         assert (nvcc.filename, nvcc.sha256, nvcc.size) == (*expected_artifact(index, "nvidia-cuda-nvcc", "13.0.88")[:2], None)
         # The yanked cccl is skipped through data-yanked as well.
@@ -399,7 +400,7 @@ def test_meta_package_sha256_mismatch_is_refused(empty_index):
     meta = build_wheel(wheels, "cuda-toolkit", "13.0.2", "py2.py3-none-any", {}, meta_lines(COMPONENTS))
     index.add("cuda-toolkit", meta, sha256="0" * 64)
     with pytest.raises(SourceError, match=r"sha256 mismatch for cuda_toolkit-13\.0\.2-py2\.py3-none-any\.whl: expected 0{64}, got [0-9a-f]{64}"):
-        PypiSource(index.url).plan("13.0.2", "minimal")
+        PypiSource(index.url).plan(Release(13, 0, 2), "minimal")
 
 
 def publish_empty_release(index: Index, wheels: Path, machine: str, sha256: str | None = "auto") -> None:
@@ -413,7 +414,7 @@ def test_wheels_without_sha256_are_refused(empty_index):
     publish_empty_release(*empty_index, machine=MACHINE, sha256=None)
     index = empty_index[0]
     with pytest.raises(SourceError, match=r"no sha256 for nvidia_cuda_cccl-13\.0\.85-.*unverified"):
-        PypiSource(index.url).plan("13.0.2", "minimal")
+        PypiSource(index.url).plan(Release(13, 0, 2), "minimal")
 
 
 def test_a_meta_package_that_is_not_a_wheel_is_refused(empty_index):
@@ -422,7 +423,7 @@ def test_a_meta_package_that_is_not_a_wheel_is_refused(empty_index):
     bogus.write_bytes(b"not a zip at all")
     index.add("cuda-toolkit", bogus)
     with pytest.raises(SourceError, match=r"cuda_toolkit-13\.0\.2-py2\.py3-none-any\.whl is not a readable wheel"):
-        PypiSource(index.url).plan("13.0.2", "minimal")
+        PypiSource(index.url).plan(Release(13, 0, 2), "minimal")
 
 
 def test_artifact_urls_must_be_http(local_index):
@@ -430,24 +431,24 @@ def test_artifact_urls_must_be_http(local_index):
                 if f["filename"].startswith("nvidia_cuda_nvcc-13.0.88-") and MACHINE in f["filename"])
     nvcc["url"] = "file:///etc/passwd"
     with pytest.raises(SourceError, match=r"nvidia_cuda_nvcc-13\.0\.88-.*non-http\(s\) URL"):
-        PypiSource(local_index.url).plan("13.0.2", "minimal")
+        PypiSource(local_index.url).plan(Release(13, 0, 2), "minimal")
 
 
 def test_no_wheel_for_this_machine(empty_index):
     publish_empty_release(*empty_index, machine=OTHER_MACHINE)
     index = empty_index[0]
     with pytest.raises(SourceError, match=rf"no linux-{MACHINE} wheel of nvidia-cuda-cccl==13\.0\.85\.\*"):
-        PypiSource(index.url).plan("13.0.2", "minimal")
+        PypiSource(index.url).plan(Release(13, 0, 2), "minimal")
 
 
 # -- finalize -------------------------------------------------------------------
 
 
 def test_finalize_makes_a_discoverable_toolkit(local_index, tmp_path):
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     src = PypiSource(local_index.url)
-    plan = src.plan("13.0.2", "minimal", {"cublas"})
+    plan = src.plan(Release(13, 0, 2), "minimal", {"cublas"})
     root = tmp_path / "staging" / "13.0.2"
     root.mkdir(parents=True)
     for art in plan.artifacts:
@@ -501,7 +502,7 @@ def _pathfinder_nvrtc_version(lib: Path) -> list[str]:
 def test_libraries_carry_their_full_version_as_in_redist_trees(tmp_path):
     """The wheels ship libnvrtc.so.13 alone, so cuda-pathfinder warned `Cannot determine
     the NVRTC version from .../libnvrtc.so.13` and did not preload its builtins."""
-    from cudaenv import extract
+    from cudaenv.installing import extract
 
     wheels = tmp_path / "files"
     wheels.mkdir()
@@ -509,7 +510,7 @@ def test_libraries_carry_their_full_version_as_in_redist_trees(tmp_path):
     try:
         populate(index, wheels, COMPONENTS + [NVRTC_WHEEL])
         src = PypiSource(index.url)
-        plan = src.plan("13.0.2", "minimal", {"nvrtc", "cublas"})
+        plan = src.plan(Release(13, 0, 2), "minimal", {"nvrtc", "cublas"})
         root = tmp_path / "staging" / "13.0.2"
         root.mkdir(parents=True)
         for art in plan.artifacts:
@@ -597,7 +598,7 @@ def test_a_ranged_pin_takes_the_releases_own_version(local_index, tmp_path):
     """One release is one set of bytes: the range's lower bound (the release's own nvjitlink),
     not the newest wheel NVIDIA has published since."""
     _ranged_release(local_index, Path(local_index.root), own_published=True)
-    plan = PypiSource(local_index.url).plan("13.0.3", "minimal")
+    plan = PypiSource(local_index.url).plan(Release(13, 0, 3), "minimal")
     got = {a.component: a for a in plan.artifacts}
     assert got["nvidia-nvjitlink"].version == "13.0.88" and got["nvidia-nvjitlink"].release_version == ""
     assert got["nvidia-cuda-runtime"].version == "13.0.96.1"  # `==13.0.96.*`: its post-release, as before
@@ -669,7 +670,7 @@ def test_real_releases_include_13_0(real_pypi):
 
 @pytest.mark.network
 def test_real_minimal_plan_for_13_0_2(real_pypi):
-    plan = real_pypi.plan("13.0.2", "minimal")
+    plan = real_pypi.plan(Release(13, 0, 2), "minimal")
     pins = {a.component: a.version for a in plan.artifacts}
     # Exactly what cuda-toolkit 13.0.2's METADATA pins.
     assert pins == {
@@ -687,4 +688,4 @@ def test_real_minimal_plan_for_13_0_2(real_pypi):
 def test_real_12_8_is_refused_with_a_hint(real_pypi):
     assert "12.8.1" in real_pypi.releases()
     with pytest.raises(SourceError, match=r"CUDA 12\.8\.1 cannot be installed from PyPI.*--source redist or --source apt"):
-        real_pypi.plan("12.8.1", "minimal")
+        real_pypi.plan(Release(12, 8, 1), "minimal")

@@ -198,7 +198,7 @@ int main(void) { return cuInit(0) == CUDA_SUCCESS ? 0 : 3; }
 def test_layout_is_complete_and_minus_lcuda_links(installed, tmp_path):
     """The wheels ship no libcuda stub: the install generates one from cuda.h, and
     FlashInfer's `-L$CUDA_HOME/lib64/stubs -lcuda` links against it."""
-    from cudaenv import layout
+    from cudaenv.installing import layout
 
     tree = installed["root"] / "versions" / summary_fields(installed["summary"])["release"]
     assert layout.check(tree) == []

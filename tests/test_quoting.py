@@ -1,4 +1,4 @@
-"""Every output another program parses is quoted for that program (cudaenv/quoting.py).
+"""Every output another program parses is quoted for that program (cudaenv/foundation/quoting.py).
 
 One hostile corpus (quotes, backslashes, $( ), backticks, braces, ;, newlines, %, non-UTF-8
 bytes, ...) goes through each writer and then through the real consumer: bash, dash, zsh,
@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cudaenv import activation, modulefiles, quoting, spack
-from cudaenv.modulefiles import Entry
+from cudaenv.selecting import activation
+from cudaenv.exporting import modulefiles, spack
+from cudaenv.foundation import quoting
+from cudaenv.exporting.modulefiles import Entry
 
 MARK = "@MARK@"
 CORPUS = [

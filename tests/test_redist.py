@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import components
-from cudaenv.sources.base import SourceError, UnknownComponent, UnknownRelease
-from cudaenv.sources.redist import RedistSource, parse_listing
+from cudaenv.installing import components
+from cudaenv.foundation.versions import Release
+from cudaenv.installing.sources.base import SourceError, UnknownComponent, UnknownRelease
+from cudaenv.installing.sources.redist import RedistSource, parse_listing
 from httpserver import FileServer
 from redist_mirror import REDIST_MANIFESTS, RedistMirror
 
@@ -42,7 +43,7 @@ def test_releases_from_real_manifest_names(real_mirror):
 
 
 def test_11_8_without_release_label(real_mirror):
-    plan = source(real_mirror).plan("11.8.0", "minimal")
+    plan = source(real_mirror).plan(Release(11, 8, 0), "minimal")
     names = [a.component for a in plan.artifacts]
     # nvvm and crt live inside cuda_nvcc before 13.0.
     assert names == ["cuda_nvcc", "cuda_cudart", "cuda_cccl"]
@@ -54,18 +55,18 @@ def test_11_8_without_release_label(real_mirror):
 
 
 def test_13_0_minimal_has_split_nvvm_and_crt(real_mirror):
-    names = [a.component for a in source(real_mirror).plan("13.0.0", "minimal").artifacts]
+    names = [a.component for a in source(real_mirror).plan(Release(13, 0, 0), "minimal").artifacts]
     assert names == ["cuda_nvcc", "libnvvm", "cuda_crt", "cuda_cudart", "cuda_cccl"]
 
 
 def test_13_3_uses_cccl_key(real_mirror):
-    names = [a.component for a in source(real_mirror).plan("13.3.1", "minimal").artifacts]
+    names = [a.component for a in source(real_mirror).plan(Release(13, 3, 1), "minimal").artifacts]
     assert "cccl" in names and "cuda_cccl" not in names
 
 
 @pytest.mark.parametrize("release", ["11.8.0", "12.9.1", "13.0.0", "13.3.1", "13.4.2"])
 def test_full_never_picks_non_toolkit_packages(real_mirror, release):
-    names = {a.component for a in source(real_mirror).plan(release, "full").artifacts}
+    names = {a.component for a in source(real_mirror).plan(Release.parse(release), "full").artifacts}
     banned = {"nvidia_driver", "fabricmanager", "nsight_compute", "nsight_systems", "cuda_documentation",
               "visual_studio_integration", "mft", "collectx_bringup", "imex", "libnvidia_nscq", "cuda_compat"}
     assert not names & banned
@@ -74,33 +75,33 @@ def test_full_never_picks_non_toolkit_packages(real_mirror, release):
 
 
 def test_build_profile(real_mirror):
-    names = {a.component for a in source(real_mirror).plan("13.0.0", "build").artifacts}
+    names = {a.component for a in source(real_mirror).plan(Release(13, 0, 0), "build").artifacts}
     assert {"cuda_nvrtc", "libcublas", "libcusparse", "libcusolver", "libcurand", "libcufft",
             "cuda_nvtx", "libnvjitlink", "cuda_profiler_api"} <= names
     assert "cuda_gdb" not in names
 
 
 def test_platforms_follow_the_manifests(real_mirror):
-    assert source(real_mirror, "linux-aarch64").plan("12.9.1", "minimal").artifacts
+    assert source(real_mirror, "linux-aarch64").plan(Release(12, 9, 1), "minimal").artifacts
     with pytest.raises(SourceError, match="no nvcc archive for linux-aarch64"):
-        source(real_mirror, "linux-aarch64").plan("13.0.0", "minimal")
-    sbsa = source(real_mirror, "linux-sbsa").plan("13.0.0", "minimal")
+        source(real_mirror, "linux-aarch64").plan(Release(13, 0, 0), "minimal")
+    sbsa = source(real_mirror, "linux-sbsa").plan(Release(13, 0, 0), "minimal")
     assert all("linux-sbsa" in a.url for a in sbsa.artifacts)
 
 
 def test_with_generic_and_package_names(real_mirror):
     src = source(real_mirror)
-    names = [a.component for a in src.plan("13.0.0", "minimal", {"cupti", "cuda_gdb"}).artifacts]
+    names = [a.component for a in src.plan(Release(13, 0, 0), "minimal", {"cupti", "cuda_gdb"}).artifacts]
     assert "cuda_cupti" in names and "cuda_gdb" in names
     with pytest.raises(UnknownComponent, match="unknown component 'nvidia_driver'"):
-        src.plan("13.0.0", "minimal", {"nvidia_driver"})
+        src.plan(Release(13, 0, 0), "minimal", {"nvidia_driver"})
     with pytest.raises(UnknownComponent, match="unknown component 'bogus'"):
-        src.plan("13.0.0", "minimal", {"bogus"})
+        src.plan(Release(13, 0, 0), "minimal", {"bogus"})
 
 
 def test_unknown_release(real_mirror):
     with pytest.raises(UnknownRelease):
-        source(real_mirror).plan("12.5.0", "minimal")
+        source(real_mirror).plan(Release(12, 5, 0), "minimal")
 
 
 @pytest.fixture
@@ -116,10 +117,10 @@ def test_hostile_manifest_values_are_rejected(stub):
     m.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
     m.set_entry("13.0.2", "cuda_cudart", relative_path="../../etc/passwd.tar.xz")
     with pytest.raises(SourceError, match="invalid relative_path"):
-        source(m.root).plan("13.0.2", "minimal")
+        source(m.root).plan(Release(13, 0, 2), "minimal")
     m.set_entry("13.0.2", "cuda_cudart", relative_path="cuda_cudart/x.tar.xz", sha256="abc")
     with pytest.raises(SourceError, match="invalid sha256"):
-        source(m.root).plan("13.0.2", "minimal")
+        source(m.root).plan(Release(13, 0, 2), "minimal")
 
 
 @pytest.mark.parametrize("size", ["-1", "1.5", 1.5, -1, True, "", "1e3", None])
@@ -127,7 +128,7 @@ def test_size_must_be_a_whole_number_of_bytes(stub, size):
     stub.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
     stub.set_entry("13.0.2", "cuda_cudart", size=size)
     with pytest.raises(SourceError, match=r"redistrib_13.0.2.json: package cuda_cudart: invalid size .*whole number"):
-        source(stub.root).plan("13.0.2", "minimal")
+        source(stub.root).plan(Release(13, 0, 2), "minimal")
 
 
 def test_release_label_must_match_file_name(stub):
@@ -136,7 +137,7 @@ def test_release_label_must_match_file_name(stub):
     m.manifests["13.0.2"]["release_label"] = "13.0.1"
     m.write_manifest("13.0.2")
     with pytest.raises(SourceError, match="does not match 13.0.2"):
-        source(m.root).plan("13.0.2", "minimal")
+        source(m.root).plan(Release(13, 0, 2), "minimal")
 
 
 def test_over_http_with_index_page(stub):
@@ -145,8 +146,8 @@ def test_over_http_with_index_page(stub):
     with FileServer(m.root) as srv:
         src = RedistSource(srv.url, "linux-x86_64")
         assert src.releases() == ["12.8.1"]
-        plan = src.plan("12.8.1", "minimal")
+        plan = src.plan(Release(12, 8, 1), "minimal")
         assert [a.url.startswith(srv.url) for a in plan.artifacts] == [True] * 3
         srv.fault("redistrib_12.8.1.json", "404", times=None)
         with pytest.raises(SourceError, match="redistrib_12.8.1.json: HTTP 404"):
-            RedistSource(srv.url, "linux-x86_64").plan("12.8.1", "minimal")
+            RedistSource(srv.url, "linux-x86_64").plan(Release(12, 8, 1), "minimal")

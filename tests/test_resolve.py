@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import resolver as rs
+from cudaenv.diagnosing import resolver as rs
 from cudaenv.data import load
-from cudaenv.versions import number_key
+from cudaenv.foundation.versions import number_key
 from fakemachine import PLATFORMS, Machine
 
 # (id, plan kwargs, minimum, recommended, status, text that a finding must contain)
@@ -145,7 +145,7 @@ def test_driver_arithmetic():
 def test_recommended_release_from_probe(tmp_path, platform):
     m = Machine(tmp_path, gpus="h100x2", driver="570.124.06", torch="2.8.0+cu126", platform=platform)
     env = m.env()
-    from cudaenv.machine import probe
+    from cudaenv.diagnosing.machine import probe
 
     p = probe(python=m.python, env=env)
     assert p.archs == ["sm_90"] and p.torch_cuda == "12.6" and p.platform == platform
@@ -216,7 +216,7 @@ def test_usage_errors_exit_64(tmp_path, cmd, platform):
 
 
 def test_torch_cuda_spellings():
-    from cudaenv.machine import ProbeInputError, check_torch_cuda
+    from cudaenv.diagnosing.machine import ProbeInputError, check_torch_cuda
 
     assert check_torch_cuda("cu130") == check_torch_cuda("13.0") == "13.0"
     assert check_torch_cuda("cu140") == "14.0"  # unknown, but a plausible future build: the resolver names it
@@ -267,7 +267,7 @@ def test_resolve_without_gpu_says_so_and_knows_installed(tmp_path, platform):
 def test_torch_gate_applies_the_installed_torch_only_to_its_own_build(tmp_path, platform):
     """The installed torch's version counts only when the torch resolved for is that torch:
     --torch-cuda of another build resolves without it, in the resolver and the doctor alike."""
-    from cudaenv import diagnostics, machine
+    from cudaenv.diagnosing import diagnostics, machine
 
     m = Machine(tmp_path, torch="2.9.0+cu130", platform=platform)
     env = m.env()
@@ -427,8 +427,8 @@ def test_doc_tables_are_generated_from_the_tool():
 def test_jetson_orin_uses_the_linux_aarch64_redist(machine, release_line, platform):
     """Jetson Orin (JetPack 6, L4T R36) installs NVIDIA's linux-aarch64 redist builds; Thor
     (JetPack 7, R38) and every other aarch64 machine sbsa. The pins cover linux-aarch64 too."""
-    from cudaenv import pins
-    from cudaenv.sources import arch
+    from cudaenv.installing import pins
+    from cudaenv.foundation import arch
 
     l4t = arch.l4t_major(release_line) if release_line else None
     assert arch.redist_platform(machine, l4t) == platform

@@ -17,7 +17,7 @@ from selection_cases import CASES
 
 
 def test_table_bounds_are_the_real_ones():
-    from cudaenv import versionfile
+    from cudaenv.selecting import versionfile
 
     assert (versionfile.MAX_BYTES, versionfile.MAX_LINES, versionfile.MAX_LINE) == (
         selection_cases.MAX_BYTES, selection_cases.MAX_LINES, selection_cases.MAX_LINE)
@@ -34,7 +34,8 @@ def test_python_cli(case, tmp_path):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_python_api(case, tmp_path, monkeypatch):
-    from cudaenv import selection, store
+    from cudaenv.selecting import selection
+    from cudaenv.foundation import store
 
     box = Sandbox(case, tmp_path)
     box.rehash()
@@ -68,7 +69,8 @@ def test_api_takes_its_environment_from_its_argument_alone(tmp_path, monkeypatch
     never those of the calling process."""
     from toolkits import managed
 
-    from cudaenv import selection, store
+    from cudaenv.selecting import selection
+    from cudaenv.foundation import store
 
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     managed(mine, "12.8.1")

@@ -28,7 +28,7 @@ IDS = [c.id for c in CASES]
 def _no_selection(case, box: Sandbox) -> bool:
     if case.env.get("CUDAENV_VERSION", "").strip(" \t") or case.global_ is not None or case.shared_global:
         return False
-    from cudaenv import selection
+    from cudaenv.selecting import selection
 
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # the warning for an ignored file
@@ -63,12 +63,12 @@ def test_shim(case, tmp_path):
 
 def _render_shim(box: Sandbox) -> str:
     return subprocess.run(
-        [__import__("sys").executable, "-c", "from cudaenv import shims; print(shims.render_shim(), end='')"],
+        [__import__("sys").executable, "-c", "from cudaenv.selecting import shims; print(shims.render_shim(), end='')"],
         env=box.env, capture_output=True, text=True, check=True, timeout=TIMEOUT).stdout
 
 
 def _render_init(shell: str, box: Sandbox, monkeypatch) -> str:
-    from cudaenv import shell as shellmod
+    from cudaenv.selecting import shell as shellmod
 
     monkeypatch.setenv("CUDAENV_ROOT", str(box.root))
     return shellmod.render_init(shell)
@@ -125,8 +125,8 @@ def test_every_template_token_is_rendered(tmp_path, monkeypatch):
     (grammar wording, spec length, version-file bounds) comes from Python."""
     import re
 
-    from cudaenv import shell, shims
-    from cudaenv.versions import MAX_SPEC_LEN
+    from cudaenv.selecting import shell, shims
+    from cudaenv.foundation.versions import MAX_SPEC_LEN
 
     monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
     texts = {"shim": shims.render_shim(), "rare": shims.render_rare(),
@@ -146,13 +146,13 @@ def _code_lines(text: str) -> str:
 
 def test_templates_hard_code_no_shared_message_or_constant():
     """Every message and constant the shell shares with Python is rendered from
-    cudaenv/selection.py, versions.py and the modules that own a setting's or a
+    cudaenv/selecting/selection.py, versions.py and the modules that own a setting's or a
     command's wording (shims.OTHER_FACTS): no template writes one out itself.
     A message's fixed text between its fields, and every number, must not
     appear in a template's code, where a copy could drift from Python's."""
     import re
 
-    from cudaenv import shims
+    from cudaenv.selecting import shims
 
     facts = shims.shared_facts()
     assert set(shims.TEMPLATES) == set(TEMPLATES)
@@ -176,7 +176,8 @@ def test_messages_render_as_python_formats_them(tmp_path):
     real shell with hostile field values, prints what Python's str.format does."""
     import shlex
 
-    from cudaenv import quoting, shims
+    from cudaenv.foundation import quoting
+    from cudaenv.selecting import shims
 
     values = {"path": "/p/a b/$x`id`\\'\"*", "what": "a FIFO", "reason": "Permission denied", "uid": "1001",
               "directory": "/tmp", "source": "/w/.cuda-version", "origin": "set by $HOME", "spec": "13.0",
@@ -225,7 +226,7 @@ def test_quick_pass_agrees_with_the_full_scan(sh, tmp_path, monkeypatch):
     anything else it must leave the file to the full scan."""
     if not shutil.which(sh):
         pytest.skip(f"{sh} is not installed")
-    from cudaenv import shims
+    from cudaenv.selecting import shims
 
     monkeypatch.setenv("CUDAENV_ROOT", str(tmp_path / "root"))
     files = []

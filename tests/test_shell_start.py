@@ -18,7 +18,7 @@ import pytest
 
 from toolkits import rehashed_store
 
-from cudaenv import shell as shellmod
+from cudaenv.selecting import shell as shellmod
 
 SHELLS = ["bash", "zsh", "fish"]
 CLI_DIR = os.path.dirname(shutil.which("cudaenv") or sys.executable)

@@ -66,7 +66,7 @@ def test_shim_runs_selected_nvcc_with_its_environment(store):
     assert got["CUDAENV_PATH_ENTRY"] == f"{tk}/bin"
     assert got["LD_LIBRARY_PATH"] == got["CUDAENV_LD_ENTRY"] == f"{tk}/lib64"
     # The same environment Python computes for `cudaenv exec`/`env`.
-    from cudaenv import activation
+    from cudaenv.selecting import activation
     expected = activation.toolkit_env(tk, env)
     assert {k: got[k] for k in expected} == expected
 
@@ -181,7 +181,7 @@ def test_rehash_removes_stale_shims_and_reports(tmp_path):
 def test_alias_entries_of_one_toolkit_are_equal_and_hash_alike(tmp_path):
     """The table rehash writes, read back: each toolkit's prefixes name equal entries, which
     collapse in a set (one per toolkit), and different toolkits' entries stay apart."""
-    from cudaenv import aliases
+    from cudaenv.selecting import aliases
 
     root = tmp_path / "root"
     rehashed_store(root, releases=("12.8.1", "13.0.2"))
@@ -236,7 +236,7 @@ def test_shim_reads_a_huge_one_line_version_file_once(store, tmp_path):
 
     from test_hooks import _reads_of
 
-    from cudaenv.versionfile import MAX_BYTES
+    from cudaenv.selecting.versionfile import MAX_BYTES
 
     if not shutil.which("strace"):
         pytest.skip("strace is not installed")
@@ -445,7 +445,7 @@ def test_rehash_replaces_the_rare_half_of_another_version(store, monkeypatch):
     names = shim_names(root)
     assert not old.exists()
     rare = [n for n in os.listdir(root / "shims") if n.startswith(".cudaenv-rare-")][0]
-    from cudaenv import shims
+    from cudaenv.selecting import shims
     monkeypatch.setenv("CUDAENV_ROOT", str(root))
     assert rare == shims.rare_name(shims.render_rare())
     assert all(f"/shims/{rare}" in (root / "shims" / n).read_text() for n in names)

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv.sources import arch, fixups, registry
-from cudaenv.sources.base import Artifact, Plan, Source
+from cudaenv.foundation import arch
+from cudaenv.installing.sources import fixups, registry
+from cudaenv.foundation.versions import Release
+from cudaenv.installing.sources.base import Artifact, Plan, Source
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "cudaenv"
@@ -24,7 +26,7 @@ PACKAGE = REPO / "cudaenv"
 
 @pytest.mark.parametrize("entry", registry.SOURCES, ids=lambda e: e.name)
 def test_every_registered_source_follows_the_protocol(entry):
-    cls = importlib.import_module(f"cudaenv.sources.{entry.module}").SOURCE
+    cls = importlib.import_module(f"cudaenv.installing.sources.{entry.module}").SOURCE
     assert cls.name == entry.name
     for method in ("releases", "plan", "finalize"):
         want = list(inspect.signature(getattr(Source, method)).parameters)
@@ -72,25 +74,28 @@ def _cudaenv_imports(path: Path) -> set[str]:
 
 
 def test_base_imports_nothing_of_cudaenv():
-    """Only the error model, which is a foundation that imports nothing of cudaenv itself."""
-    assert {m for m in _cudaenv_imports(PACKAGE / "sources" / "base.py")
-            if not m.startswith("cudaenv.errors")} == set()
-    assert _cudaenv_imports(PACKAGE / "errors.py") == set()
+    """Only the error model and the release type: foundations that import nothing of cudaenv
+    but the error model."""
+    assert {m for m in _cudaenv_imports(PACKAGE / "installing" / "sources" / "base.py")
+            if not m.startswith(("cudaenv.foundation.errors", "cudaenv.foundation.versions"))} == set()
+    assert _cudaenv_imports(PACKAGE / "foundation" / "errors.py") == set()
+    assert all(m.startswith("cudaenv.foundation.errors")
+               for m in _cudaenv_imports(PACKAGE / "foundation" / "versions.py"))
 
 
 @pytest.mark.parametrize("shared", ["download.py", "extract.py", "cache.py", "install.py"])
 def test_the_shared_machinery_reaches_no_source(shared):
     """No import cycle between the machinery and the sources: it knows base and the registry only."""
-    reached = {m for m in _cudaenv_imports(PACKAGE / shared) if m.startswith("cudaenv.sources.")}
-    assert reached <= {"cudaenv.sources.base", "cudaenv.sources.registry"} | {
-        f"cudaenv.sources.base.{n}" for n in dir(importlib.import_module("cudaenv.sources.base"))} | {
-        f"cudaenv.sources.registry.{n}" for n in dir(registry)}, reached
+    reached = {m for m in _cudaenv_imports(PACKAGE / "installing" / shared) if m.startswith("cudaenv.installing.sources.")}
+    assert reached <= {"cudaenv.installing.sources.base", "cudaenv.installing.sources.registry"} | {
+        f"cudaenv.installing.sources.base.{n}" for n in dir(importlib.import_module("cudaenv.installing.sources.base"))} | {
+        f"cudaenv.installing.sources.registry.{n}" for n in dir(registry)}, reached
 
 
 def test_importing_download_loads_no_source():
-    code = "import sys, cudaenv.download; print(sorted(m for m in sys.modules if m.startswith('cudaenv.sources')))"
+    code = "import sys, cudaenv.installing.download; print(sorted(m for m in sys.modules if m.startswith('cudaenv.installing.sources')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out.replace("'", '"')) == ["cudaenv.sources", "cudaenv.sources.base"]
+    assert json.loads(out.replace("'", '"')) == ["cudaenv.installing.sources", "cudaenv.installing.sources.base"]
 
 
 # -- the CPU table ---------------------------------------------------------------
@@ -102,9 +107,9 @@ def test_importing_download_loads_no_source():
     ("arm64", "linux-sbsa", "sbsa", "arm64", "linux-aarch64", "sbsa-linux"),
 ])
 def test_every_source_names_the_cpu_from_one_table(monkeypatch, machine, redist, repo, dpkg, wheel, targets):
-    from cudaenv.sources import pypi
-    from cudaenv.sources import redist as redist_source
-    from cudaenv.sources.apt import repository
+    from cudaenv.installing.sources import pypi
+    from cudaenv.installing.sources import redist as redist_source
+    from cudaenv.installing.sources.apt import repository
 
     monkeypatch.setattr(arch.platform, "machine", lambda: machine)
     monkeypatch.delenv("CUDAENV_REDIST_PLATFORM", raising=False)
@@ -118,9 +123,9 @@ def test_every_source_names_the_cpu_from_one_table(monkeypatch, machine, redist,
                                            ("amd64", "x86_64")])
 def test_cudaenv_machine_stands_in_for_uname(monkeypatch, value, machine):
     """CUDAENV_MACHINE replaces uname -m for every source (tests run aarch64 machines on x86_64)."""
-    from cudaenv.sources import pypi
-    from cudaenv.sources import redist as redist_source
-    from cudaenv.sources.apt import repository
+    from cudaenv.installing.sources import pypi
+    from cudaenv.installing.sources import redist as redist_source
+    from cudaenv.installing.sources.apt import repository
 
     monkeypatch.setattr(arch.platform, "machine", lambda: "ppc64le")
     monkeypatch.delenv("CUDAENV_REDIST_PLATFORM", raising=False)
@@ -136,8 +141,8 @@ def test_cudaenv_machine_stands_in_for_uname(monkeypatch, value, machine):
 
 @pytest.mark.parametrize("value", ["ppc64le", "sbsa", "linux-x86_64"])
 def test_cudaenv_machine_of_another_cpu_is_a_usage_error(monkeypatch, value):
-    from cudaenv.errors import EX_USAGE
-    from cudaenv.sources import redist
+    from cudaenv.foundation.errors import EX_USAGE
+    from cudaenv.installing.sources import redist
 
     monkeypatch.setenv("CUDAENV_MACHINE", value)
     monkeypatch.delenv("CUDAENV_REDIST_PLATFORM", raising=False)
@@ -148,9 +153,9 @@ def test_cudaenv_machine_of_another_cpu_is_a_usage_error(monkeypatch, value):
 
 
 def test_a_cpu_nvidia_does_not_serve_is_one_line_from_each_source(monkeypatch):
-    from cudaenv.sources import pypi, redist
-    from cudaenv.sources.apt import repository
-    from cudaenv.sources.base import SourceError
+    from cudaenv.installing.sources import pypi, redist
+    from cudaenv.installing.sources.apt import repository
+    from cudaenv.installing.sources.base import SourceError
 
     monkeypatch.setattr(arch.platform, "machine", lambda: "ppc64le")
     monkeypatch.delenv("CUDAENV_REDIST_PLATFORM", raising=False)
@@ -165,7 +170,7 @@ def test_a_cpu_nvidia_does_not_serve_is_one_line_from_each_source(monkeypatch):
 
 def _plan(*components: tuple[str, str]) -> Plan:
     arts = [Artifact(c, v, "http://x/" + c, "0" * 64, 1, c + ".tar.xz", "tar.xz") for c, v in components]
-    return Plan("redist", "13.0.2", "linux-x86_64", "minimal", arts)
+    return Plan("redist", Release(13, 0, 2), "linux-x86_64", "minimal", arts)
 
 
 def test_lib64_links_lib_once(tmp_path):

@@ -245,7 +245,7 @@ def test_discovery_never_takes_the_store_for_a_system_toolkit(tmp_path):
 
 def test_links_switch_atomically(store, monkeypatch):
     """A build reading $CUDAENV_ROOT/include while the global selection changes never finds it missing."""
-    from cudaenv import storelinks
+    from cudaenv.selecting import storelinks
 
     root, env, home, system = store
     monkeypatch.setenv("CUDAENV_ROOT", str(root))

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 import test_download
-from cudaenv import download
-from cudaenv.download import DownloadError, Downloader
+from cudaenv.installing import download
+from cudaenv.installing.download import DownloadError, Downloader
 from httpserver import ConnectProxy, FileServer, self_signed
 from toolkits import base_env
 

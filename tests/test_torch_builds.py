@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import resolver as rs
+from cudaenv.diagnosing import resolver as rs
 from cudaenv.data import load
-from cudaenv.versions import number_key, variant_release
+from cudaenv.foundation.versions import number_key, variant_release
 from fakemachine import Machine
 
 TABLE = load("torch_builds.json")["builds"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import resolver as rs
+from cudaenv.diagnosing import resolver as rs
 from httpserver import FileServer
 
 # (installed torch, GPU archs): each needs another build of torch, which the fix names.

@@ -214,10 +214,10 @@ def test_the_wheel_read_is_the_one_pip_installs_on_linux_x86_64(names, picked, t
 
 
 def test_cudaenv_reads_an_installed_torchs_arch_list(torchlike, tmp_path):
-    """cudaenv.torch_archs, which doctor uses on the torch in the target Python, reads the list
+    """cudaenv.diagnosing.torch_archs, which doctor uses on the torch in the target Python, reads the list
     from a library the real compiler made; it says nothing rather than guess when there are two
     lists, none, or no library."""
-    from cudaenv import torch_archs
+    from cudaenv.diagnosing import torch_archs
 
     site = tmp_path / "site"
     (site / "torch" / "lib").mkdir(parents=True)

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from cudaenv import machine
+from cudaenv.diagnosing import machine
 from fakemachine import Machine
 
 

@@ -95,7 +95,7 @@ def test_a_bound_venv_gets_the_projects_toolkit_from_anywhere(world):
 
 
 def test_the_environment_is_activations_own(world):
-    """The binding applies exactly what `cudaenv exec` applies (cudaenv/activation.py)."""
+    """The binding applies exactly what `cudaenv exec` applies (cudaenv/selecting/activation.py)."""
     bind(world)
     outside = dict(service_env(world["root"]), CUDAENV_ROOT=str(world["root"]),
                    CUDAENV_PATH_ENTRY="/old/cuda/bin", PATH=f"/old/cuda/bin:{SYSTEM_PATH}")
@@ -153,19 +153,19 @@ def test_an_unchanged_selection_takes_the_fast_path(world):
     bind(world)
     env = service_env(world["root"])
     imported = imported_at_start(world["python"], env)
-    assert {"_cudaenv_binding", "cudaenv.venvstart"} <= imported
-    assert not imported & {"cudaenv.activation", "cudaenv.settings", "cudaenv.selection", "cudaenv.venvbind",
-                           "cudaenv.store", "json", "typing", "re", "__future__"}
+    assert {"_cudaenv_binding", "cudaenv.selecting.venvstart"} <= imported
+    assert not imported & {"cudaenv.selecting.activation", "cudaenv.foundation.settings", "cudaenv.selecting.selection", "cudaenv.selecting.venvbind",
+                           "cudaenv.foundation.store", "json", "typing", "re", "__future__"}
     # Another PATH (another caller): activation answers once, then that answer is replayed too.
     other = dict(env, PATH=f"/opt/tools/bin:{SYSTEM_PATH}")
-    assert "cudaenv.activation" in imported_at_start(world["python"], other)
-    assert "cudaenv.activation" not in imported_at_start(world["python"], other)
+    assert "cudaenv.selecting.activation" in imported_at_start(world["python"], other)
+    assert "cudaenv.selecting.activation" not in imported_at_start(world["python"], other)
     assert seen(world["python"], other)["PATH"] == f"{world['13.0']}/bin:/opt/tools/bin:{SYSTEM_PATH}"
 
 
 def test_activation_reads_only_its_declared_inputs():
     """The replayed answers are keyed by activation.INPUTS: toolkit_env may read nothing else."""
-    from cudaenv import activation
+    from cudaenv.selecting import activation
 
     class Recording(dict):
         def __init__(self, *a):

@@ -1,4 +1,4 @@
-"""Version arithmetic has one home, cudaenv/versions.py, and the torch gate one home in the resolver."""
+"""Version arithmetic has one home, cudaenv/foundation/versions.py, and the torch gate one home in the resolver."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cudaenv import versions
-from cudaenv.versions import cudart_release, major_minor, major_of, number_key, torch_variant, variant_release
+from cudaenv.foundation import versions
+from cudaenv.foundation.versions import (
+    cudart_release, major_minor, major_of, number_key, torch_variant, variant_release,
+)
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cudaenv"
 
@@ -44,7 +46,7 @@ def test_cudart_and_torch_variants():
 def test_unparsable_release_names_sort_first():
     """release_key orders what the outside world names (directory suffixes, receipts): a name that
     is no release sorts below every release, so a newest-first listing never puts it on top."""
-    from cudaenv.versions import release_key
+    from cudaenv.foundation.versions import release_key
 
     names = ["12.10.0", "cuda", "9.2", "13.0.2", "", "12.8.1", "13.0.2.1"]
     assert sorted(names, key=release_key) == ["cuda", "", "13.0.2.1", "9.2", "12.8.1", "12.10.0", "13.0.2"]
@@ -54,7 +56,7 @@ def test_unparsable_release_names_sort_first():
 def test_unversioned_toolkit_directory_is_searched_after_the_versioned_ones(tmp_path):
     """CUDAENV_SYSTEM_SEARCH=<dir>/cuda*: cuda-13.0 and cuda-12.8 (newest first) come before the
     unversioned cuda (on most machines a link to one of them), as discover orders its candidates."""
-    from cudaenv import discover
+    from cudaenv.selecting import discover
 
     for name in ("cuda", "cuda-12.8", "cuda-13.0"):
         (tmp_path / name).mkdir()
@@ -71,7 +73,7 @@ def test_no_hand_written_copies_of_the_arithmetic():
 
 
 def test_the_torch_gate_is_the_resolvers():
-    from cudaenv import resolver
+    from cudaenv.diagnosing import resolver
 
     assert [resolver.torch_accepts(r, "13.0") for r in ("13.0", "13.0.2", "13.1", "12.8")] == ["ok", "ok", "minor", "major"]
     # A resolution for torch cu130 warns exactly when the toolkit is another minor.

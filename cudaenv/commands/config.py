@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .. import settings
+from ..foundation import settings
 
 
 @click.command(epilog="""\b
@@ -25,7 +25,7 @@ are read from the environment only: the shims read them too.""")
 @click.option("--files", is_flag=True, help="List the configuration files cudaenv reads, lowest precedence first.")
 def config(name: str | None, as_json: bool, files: bool) -> None:
     """Show the effective settings and where each comes from."""
-    from ..errors import InputError
+    from ..foundation.errors import InputError
 
     if files:
         paths = [{"scope": scope, "path": path} for scope, path in settings.config_files()]

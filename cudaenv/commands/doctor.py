@@ -1,4 +1,4 @@
-"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.resolver and cudaenv.diagnostics."""
+"""`cudaenv resolve` and `cudaenv doctor`: thin wrappers over cudaenv.diagnosing.resolver and cudaenv.diagnosing.diagnostics."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 import click
 
 # 1 and 2 are the report's own "warnings" and "errors", so a usage error or a bad value
-# must not look like either: EX_USAGE from sysexits.h (cudaenv/errors.py).
-from ..errors import EX_USAGE
+# must not look like either: EX_USAGE from sysexits.h (cudaenv/foundation/errors.py).
+from ..foundation.errors import EX_USAGE
 
 if TYPE_CHECKING:
-    from ..machine import Probe
-    from ..resolver import Resolution
+    from ..diagnosing.machine import Probe
+    from ..diagnosing.resolver import Resolution
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,7 +49,7 @@ def probe_options(f: F) -> F:
 
 def _probe(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
            flashinfer: str | None, as_json: bool, platform: str | None = None) -> Probe:
-    from ..machine import ProbeInputError, probe
+    from ..diagnosing.machine import ProbeInputError, probe
 
     try:
         return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu,
@@ -59,8 +59,8 @@ def _probe(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, d
 
 
 def _installed(release: str) -> bool:
-    from .. import store
-    from ..versions import major_minor
+    from ..foundation import store
+    from ..foundation.versions import major_minor
 
     return any(major_minor(t.release) == release for t in store.managed_toolkits())
 
@@ -108,7 +108,7 @@ also {"schema": "cudaenv.error/1", ...} on stdout).""")
 def resolve(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
             platform: str | None, flashinfer: str | None, as_json: bool) -> NoReturn:
     """Minimum and recommended toolkit release for the GPU, driver and torch."""
-    from ..resolver import resolve as run
+    from ..diagnosing.resolver import resolve as run
 
     p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, platform)
     r = run(p)
@@ -142,8 +142,8 @@ def doctor(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, d
            platform: str | None, flashinfer: str | None, as_json: bool, fix: bool, yes: bool, quiet: bool,
            fmt: str | None, output: str | None) -> NoReturn:
     """Check GPU, driver, torch, FlashInfer, Triton and the toolkit together."""
-    from .. import diagnostics as doc
-    from .. import jitcache
+    from ..diagnosing import diagnostics as doc
+    from ..diagnosing import jitcache
 
     p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, platform)
     report = doc.doctor(p)
@@ -155,7 +155,7 @@ def doctor(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, d
             click.echo(f"removed {len(removed)} stale JIT cache {noun}", err=True)
             report = doc.doctor(p)
     if fmt == "prometheus" or output:
-        from ..metrics import OutputError, render, write_atomic
+        from ..diagnosing.metrics import OutputError, render, write_atomic
 
         text = render(report) if fmt == "prometheus" else (
             json.dumps(report.to_json(), indent=2) + "\n" if as_json or fmt == "json" else doc.render(report))

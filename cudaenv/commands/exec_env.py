@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from .. import activation, fastpath
-from ..selection import SelectionError
+from ..selecting import activation
+from .. import fastpath
+from ..selecting.selection import SelectionError
 from .common import fail
 
 
@@ -37,7 +38,7 @@ def exec_(argv: tuple[str, ...]) -> None:
     try:
         os.execvpe(cmd, list(argv), env)
     except FileNotFoundError:
-        from .. import inventory
+        from ..selecting import inventory
 
         hint = inventory.exists_in_hint(cmd) if "/" not in cmd else None
         fail(f"command not found: {cmd}" + (f"\n{hint}" if hint else ""), 127)
@@ -90,7 +91,7 @@ def env(shell_: str | None, fmt: str | None, as_json: bool, version: str | None,
 
 
 def _say_refused_compiler(root: Path) -> None:
-    from .. import hostcc
+    from ..selecting import hostcc
 
     note = hostcc.refused_user_choice(root, os.environ)
     if note:

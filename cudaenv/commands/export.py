@@ -22,7 +22,7 @@ Examples:
               help="Let Spack build CUDA versions cudaenv does not have (default: externals only).")
 def spack(buildable: bool) -> None:
     """Print a Spack packages.yaml declaring each toolkit as an external cuda@<release>."""
-    from ..spack import export as run
+    from ..exporting.spack import export as run
 
     text, skipped = run(buildable)
     for why in skipped:

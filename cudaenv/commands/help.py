@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import UsageError
+from ..foundation.errors import UsageError
 
 
 def no_such_command(word: str) -> UsageError:

@@ -1,4 +1,4 @@
-"""`cudaenv install`, `cudaenv uninstall` and `cudaenv cache`: thin wrappers over cudaenv.install."""
+"""`cudaenv install`, `cudaenv uninstall` and `cudaenv cache`: thin wrappers over cudaenv.installing.install."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from .. import components
-from ..errors import EX_INTERRUPTED
-from ..progress import Progress, human_bytes
-from ..sources import registry
-from .common import fail
+from ..installing import components
+from ..foundation.errors import EX_INTERRUPTED
+from ..foundation.progress import Progress, human_bytes
+from ..installing.sources import registry
+from .common import auto_release, fail
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -46,13 +46,13 @@ def _terminate_as_interrupt() -> None:
 
 
 def _list_releases(source: str, as_json: bool) -> None:
-    from ..sources.base import SourceError
+    from ..installing.sources.base import SourceError
 
     try:
         names = registry.candidates(source)
     except ValueError as e:
         fail(str(e), 1)
-    from .. import store
+    from ..foundation import store
 
     installed = {t.release: t.receipt.get("source") for t in store.managed_toolkits()}
     out: dict[str, list[str]] = {}
@@ -156,7 +156,7 @@ def install(versions: tuple[str, ...], source: str | None, profile: str, extra: 
     # Checked before anything else, so a typo is refused the same way whether or not
     # the release happens to be installed already (which answers without any source).
     if source is None:
-        from .. import settings
+        from ..foundation import settings
 
         source = settings.get("CUDAENV_SOURCE") or "auto"
     try:
@@ -173,7 +173,7 @@ def install(versions: tuple[str, ...], source: str | None, profile: str, extra: 
         if versions:
             fail("--auto takes no VERSION", 1)
         versions = _auto_versions(python)
-    from .. import install as core
+    from ..installing import install as core
 
     if system:
         return _install_system(versions, profile, extra, as_json, yes)
@@ -222,7 +222,7 @@ def _warn_host_compiler(root: str, release: str) -> None:
     here fits, so every build with it would fail at nvcc's first step."""
     from pathlib import Path
 
-    from .. import hostcc
+    from ..selecting import hostcc
 
     try:
         _, rules = hostcc.toolkit_rules(Path(root))
@@ -238,7 +238,7 @@ def _warn_host_compiler(root: str, release: str) -> None:
 
 def _clear_stale_jit(yes: bool) -> list[str]:
     """Remove the JIT cache entries that `cudaenv doctor` calls stale (jitcache.judge)."""
-    from .. import jitcache
+    from ..diagnosing import jitcache
 
     confirm = None if yes else (lambda prompt: click.confirm(prompt, default=False, err=True))
     try:
@@ -248,14 +248,12 @@ def _clear_stale_jit(yes: bool) -> list[str]:
 
 
 def _auto_versions(python: str | None) -> tuple[str, ...]:
-    from .local_global import _auto_release
-
-    return (_auto_release(python),)
+    return (auto_release(python),)
 
 
 def _ask_on_terminal(plan_text: str) -> bool:
     """Ask before apt-get runs; without a terminal to ask on, the answer is no (pass --yes)."""
-    from ..system_install import NotConfirmed
+    from ..installing.system_install import NotConfirmed
 
     if not sys.stdin.isatty():
         raise NotConfirmed("refusing to run apt-get without confirmation (no terminal to ask on); "
@@ -265,7 +263,7 @@ def _ask_on_terminal(plan_text: str) -> bool:
 
 def _install_system(versions: tuple[str, ...], profile: str, extra: tuple[str, ...], as_json: bool,
                     yes: bool) -> None:
-    from ..system_install import install_system, require_root
+    from ..installing.system_install import install_system, require_root
 
     require_root()  # before anything runs apt-get or writes a file
     # Never quiet: the plan is what --yes or the question agrees to, and apt-get's output is the progress.
@@ -293,8 +291,8 @@ resolves to once it is gone.
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def uninstall(version: str, yes: bool) -> None:
     """Remove an installed toolkit."""
-    from .. import install as core
-    from .. import store
+    from ..installing import install as core
+    from ..foundation import store
 
     release = core.installed_match(version)
     selecting = core.selected_by(release)
@@ -307,7 +305,7 @@ def uninstall(version: str, yes: bool) -> None:
             fail("nothing removed", 1)
     removed = core.uninstall(release)
     click.echo(f"removed CUDA {release} ({removed})")
-    from ..modulefiles import refresh_if_configured
+    from ..exporting.modulefiles import refresh_if_configured
 
     message = refresh_if_configured()
     if message:
@@ -341,7 +339,7 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_info(as_json: bool) -> None:
     """Cache size per source and per release."""
-    from .. import cache as cachemod
+    from ..installing import cache as cachemod
 
     data = cachemod.info()
     if as_json:
@@ -374,7 +372,7 @@ both unused for 30 days and installed nowhere here goes.""")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_prune(older_than: str | None, uninstalled: bool, dry_run: bool, as_json: bool) -> None:
     """Remove cached archives and unpacked trees that are old or not installed."""
-    from .. import cache as cachemod
+    from ..installing import cache as cachemod
 
     if older_than is None and not uninstalled:
         # The default keeps what any toolkit here uses and anything touched this month,
@@ -403,7 +401,7 @@ Examples:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_list(as_json: bool) -> None:
     """List cached archives with their sizes."""
-    from .. import cache as cachemod
+    from ..installing import cache as cachemod
 
     entries = cachemod.archive_entries()
     total = sum(e["size"] for e in entries)
@@ -431,7 +429,7 @@ selected here (the same test as `cudaenv doctor`'s jit-caches check).""")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 def cache_clear(jit: bool, yes: bool, as_json: bool) -> None:
     """Delete cached archives and unpacked trees (and with --jit, stale JIT caches)."""
-    from .. import cache as cachemod
+    from ..installing import cache as cachemod
 
     removed = cachemod.prune()
     out = {"files": removed["archives"], "bytes": removed["archive_bytes"],

@@ -8,10 +8,11 @@ from typing import NoReturn
 
 import click
 
-from .. import selection, store
-from ..selection import SelectionError
-from ..versions import InvalidVersion, Spec, parse_spec
-from .common import fail
+from ..selecting import selection
+from ..foundation import store
+from ..selecting.selection import SelectionError
+from ..foundation.versions import InvalidVersion, Spec, parse_spec
+from .common import auto_release, fail
 
 
 def _validate_orfail(value: str) -> Spec:
@@ -82,7 +83,7 @@ def _refresh_host_compiler(spec: str) -> None:
     """Choose the host compiler for the toolkit just selected again (one installed since the
     last rehash counts), so the hook applies it now. A store this user may not write keeps
     its owner's choice."""
-    from .. import aliases, hostcc
+    from ..selecting import aliases, hostcc
 
     entry = aliases.read_entry(store.aliases_dir() / spec)
     if entry is None or not store.can_write(store.root()):
@@ -125,24 +126,9 @@ def local(version: str | None, unset: bool, force: bool, auto: bool, python: str
     if auto:
         if version or unset:
             fail("--auto takes no VERSION and no --unset")
-        version = _auto_release(python)
+        version = auto_release(python)
     path = selection.current_dir() / selection.VERSION_FILE
     _write_version_file(path, version, unset, force, "local")
-
-
-def _auto_release(python: str | None) -> str:
-    """The resolver's recommended release, or a one-line error saying why there is none."""
-    from .. import resolver
-    from ..machine import ProbeInputError
-
-    try:
-        res = resolver.resolve(python=python)
-    except ProbeInputError as e:
-        fail(str(e))
-    if not res.recommended:
-        fail("the resolver found no toolkit that fits this machine; run 'cudaenv resolve' to see why", 2)
-    click.echo(f"cudaenv resolve recommends {res.recommended} (minimum {res.minimum})", err=True)
-    return res.recommended
 
 
 @click.command("global", epilog="""\b
@@ -161,7 +147,7 @@ def global_(version: str | None, unset: bool, force: bool) -> None:
     """Select the default toolkit, for directories that select none."""
     _write_version_file(store.global_version_file(), version, unset, force, "global")
     if version is not None or unset:
-        from .. import alias_lookup, storelinks
+        from ..selecting import alias_lookup, storelinks
 
         # $CUDAENV_ROOT/include and friends follow the global selection, for
         # consumers that take the shims' parent directory as CUDA_HOME.

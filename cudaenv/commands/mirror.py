@@ -48,10 +48,10 @@ verification failed.""")
 def create(directory: str, versions: tuple[str, ...], profile: str, platforms: str | None, source: str,
            upstream: str | None) -> None:
     """Download releases once into DIR, in the layout their source reads."""
-    from ..download import DownloadError
-    from ..mirror import MirrorError, create as run
-    from ..progress import Progress, human_bytes
-    from ..sources import SourceError
+    from ..installing.download import DownloadError
+    from ..installing.mirror import MirrorError, create as run
+    from ..foundation.progress import Progress, human_bytes
+    from ..installing.sources.base import SourceError
 
     if upstream is not None and not upstream.startswith(("http://", "https://", "file://")):
         fail(f"--from {upstream[:80]!r}: allowed are http://, https:// or file:// URLs")
@@ -83,7 +83,7 @@ the sha256 its index gave, and the simple index pages against mirror.json. Exit 
 @click.argument("directory", metavar="DIR")
 def verify(directory: str) -> None:
     """Re-hash a mirror; report missing, corrupt and extra files."""
-    from ..mirror import MirrorError, verify as run
+    from ..installing.mirror import MirrorError, verify as run
 
     try:
         report = run(directory)

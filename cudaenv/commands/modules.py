@@ -25,7 +25,7 @@ Guide: docs/guides/cluster-modules.md""")
               help="lmod writes .lua files; tcl writes Tcl modulefiles (default: $CUDAENV_MODULEFILES_FORMAT or lmod).")
 def modulefiles(directory: str | None, fmt: str | None) -> None:
     """Write cuda/<release> modulefiles for Lmod or Environment Modules."""
-    from ..modulefiles import ModulefileError, configured, generate
+    from ..exporting.modulefiles import ModulefileError, configured, generate
 
     try:
         conf = configured()

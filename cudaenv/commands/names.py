@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from .. import inventory, selection
-from ..versions import InvalidVersion, parse_spec
+from ..selecting import inventory, selection
+from ..foundation.versions import InvalidVersion, parse_spec
 from .common import fail
 
 
@@ -36,7 +36,7 @@ def version_origin() -> None:
     sel = selection.select()
     if sel.source == "default":
         # pyenv prints the global file's path when nothing else set the version.
-        from .. import store
+        from ..foundation import store
 
         click.echo(str(store.global_version_file()))
     else:
@@ -62,7 +62,7 @@ def version_file(directory: str | None) -> None:
     if directory is not None:
         # pyenv: with DIR, only that tree counts. stdout stays empty for scripts.
         fail(f"no .cuda-version or .tool-versions in {start} or above it")
-    from .. import store
+    from ..foundation import store
 
     # Without DIR, the global file is what applies, whether or not it exists yet.
     click.echo(str(store.global_version_file()))

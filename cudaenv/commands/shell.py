@@ -7,8 +7,8 @@ import os
 
 import click
 
-from .. import shell as shellmod
-from ..versions import InvalidVersion
+from ..selecting import shell as shellmod
+from ..foundation.versions import InvalidVersion
 from .common import fail
 
 SHELL_CHOICES = ", ".join(shellmod.SHELLS)
@@ -23,7 +23,8 @@ Examples:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing.")
 def rehash(as_json: bool, quiet: bool) -> None:
     """Rebuild the shims and the alias table they read."""
-    from .. import rehash as rebuild, store
+    from ..selecting import rehash as rebuild
+    from ..foundation import store
 
     names = rebuild.rehash()
     if as_json:
@@ -62,7 +63,7 @@ def _detect_shell() -> str | None:
 
 def _path_only(name: str) -> str:
     """Put the shims on PATH and nothing else: for ~/.profile and login shells."""
-    from .. import quoting, store
+    from ..foundation import quoting, store
 
     shims = str(store.shims_dir())
     if name == "fish":
@@ -74,7 +75,7 @@ def _path_only(name: str) -> str:
 
 def _rehash_if_stale() -> None:
     """A toolkit added or removed by hand is seen from the next shell on."""
-    from .. import aliases, rehash as rebuild
+    from ..selecting import aliases, rehash as rebuild
 
     try:
         if aliases.is_stale():
@@ -169,9 +170,9 @@ def shell(version: str | None, unset: bool) -> None:
 @click.argument("version", required=False)
 def sh_shell(shell_name: str, unset: bool, version: str | None) -> None:
     """Print the code the `cudaenv shell` function evaluates."""
-    from .. import selection
-    from ..selection import Selection, SelectionError
-    from ..versions import parse_spec
+    from ..selecting import selection
+    from ..selecting.selection import Selection, SelectionError
+    from ..foundation.versions import parse_spec
 
     try:
         shellmod.check_shell(shell_name)

@@ -36,7 +36,7 @@ the project's .cuda-version takes effect at the next start.""")
 @click.option("--project", metavar="DIR", help="The project whose .cuda-version to follow (default: this directory).")
 def bind(venv_path: str | None, project: str | None) -> None:
     """Bind this project's toolkit to a Python environment."""
-    from .. import venvbind
+    from ..selecting import venvbind
 
     b = venvbind.bind(venv_path, project)
     b.resolved.selection.venv = b.prefix
@@ -51,7 +51,7 @@ Examples:
 @_VENV
 def unbind(venv_path: str | None) -> None:
     """Remove a binding; the environment's Python starts as it did before."""
-    from .. import venvbind
+    from ..selecting import venvbind
 
     prefix, removed = venvbind.unbind(venv_path)
     click.echo(f"unbound {prefix}" if removed else f"{prefix} is not bound")
@@ -64,7 +64,7 @@ Examples:
 @_VENV
 def show(venv_path: str | None) -> None:
     """Show which project and toolkit an environment is bound to."""
-    from .. import venvbind
+    from ..selecting import venvbind
     from .common import fail
 
     prefix, project, resolved, problem = venvbind.show(venv_path)

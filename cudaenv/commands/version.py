@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .. import fastpath, selection, store
-from ..selection import SelectionError
+from .. import fastpath
+from ..selecting import selection
+from ..foundation import store
+from ..selecting.selection import SelectionError
 from .common import exit_with
 
 if TYPE_CHECKING:
     from ..data import NvccReleases
-    from ..toolkit import Toolkit
+    from ..foundation.toolkit import Toolkit
 
 
 @click.command(epilog="""\b
@@ -60,10 +62,11 @@ Examples:
 @click.option("--executables", is_flag=True, help="The programs the installed toolkits provide, one per line.")
 def versions(bare: bool, as_json: bool, executables: bool) -> None:
     """List managed and discovered toolkits, marking the current one."""
-    from .. import companion_libs, discover, rehash
+    from ..foundation import companion_libs
+    from ..selecting import discover, rehash
 
     if executables:
-        from .. import inventory
+        from ..selecting import inventory
 
         for name in sorted({n for tk in inventory.installed() for n in tk.programs()}):
             click.echo(name)
@@ -79,7 +82,7 @@ def versions(bare: bool, as_json: bool, executables: bool) -> None:
             rehash.rehash(managed, static)
         except store.StoreNotWritable:
             pass
-    from ..shared_roots import toolkits as shared_toolkits
+    from ..selecting.shared_roots import toolkits as shared_toolkits
 
     found = shared_toolkits() + discover.discover(static=static)
     try:

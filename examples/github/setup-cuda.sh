@@ -30,8 +30,8 @@ case $source in auto|redist|apt|pypi) ;; *) die "invalid source '$source': allow
 # either way before it is used anywhere.
 version=$(python3 - "$version" <<'PY'
 import sys
-from cudaenv import selection
-from cudaenv.versions import InvalidVersion, parse_spec
+from cudaenv.selecting import selection
+from cudaenv.foundation.versions import InvalidVersion, parse_spec
 try:
     spec = parse_spec(sys.argv[1].strip()) if sys.argv[1] else selection.select().spec
 except (InvalidVersion, selection.SelectionError) as e:
@@ -49,11 +49,11 @@ plan)
     # 13.0.x makes a new cache instead of restoring one that only half helps.
     release=$(cudaenv install --list --json --source "$source" | python3 -c '
 import json, sys
-from cudaenv.versions import Release, newest_match, parse_spec
+from cudaenv.foundation.versions import Release, newest_match, parse_spec
 offered = {Release.parse(r) for rels in json.load(sys.stdin)["releases"].values() for r in rels}
 print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
 ' "$version")
-    cache_dir=$(python3 -c 'from cudaenv import store; print(store.cache_dir())')
+    cache_dir=$(python3 -c 'from cudaenv.foundation import store; print(store.cache_dir())')
     {
         echo "version=$version"
         echo "release=$release"
@@ -71,7 +71,7 @@ install)
     summary=$(cudaenv install --keep-cache --quiet --json --source "$source" --profile "$profile" "$version")
     python3 - "$summary" <<'PY'
 import json, os, sys
-from cudaenv.activation import toolkit_env
+from cudaenv.selecting.activation import toolkit_env
 done = json.loads(sys.argv[1])
 env = toolkit_env(done["root"])
 with open(os.environ["GITHUB_ENV"], "a") as f:
