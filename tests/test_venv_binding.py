@@ -227,6 +227,24 @@ def test_a_removed_cudaenv_warns_and_the_interpreter_still_starts(world):
     assert len(got["stderr"].splitlines()) == 1
 
 
+@pytest.mark.parametrize("part", ["cudaenv", "cudaenv/selecting", "cudaenv/selecting/venvstart.py"])
+def test_cudaenv_code_others_can_write_is_never_run(world, part):
+    """The stub runs cudaenv's code in every start of the interpreter: not when the package, the
+    room venvstart lives in, or venvstart itself may be written by others than its owner."""
+    copy = world["tmp"] / "pkg"
+    shutil.copytree(REPO / "cudaenv", copy / "cudaenv", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(world["env"], PYTHONPATH=str(copy))
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=env, cwd=world["proj"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert seen(world["python"], service_env(world["root"]))["CUDA_HOME"] == str(world["13.0"])
+    target = copy / part
+    target.chmod(target.stat().st_mode | 0o022)
+    got = seen(world["python"], service_env(world["root"]))
+    assert got["CUDA_HOME"] is None
+    assert f"{target} may be written by others than its owner" in got["stderr"], got["stderr"]
+
+
 def test_a_record_others_can_write_is_not_trusted(world):
     bind(world)
     record = world["venv"] / "cudaenv-binding.cfg"
