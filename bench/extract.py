@@ -8,7 +8,8 @@ headers), once as NVIDIA-style tar.xz and once as wheels (zip). Each run
 extracts all of them into a fresh directory:
 
   baseline tar    for f in *.tar.xz; do tar -xJf f -C out; done     (one after another)
-  cudaenv tar.xz  install._extract_all: all archives in parallel, every member checked
+  cudaenv tar.xz  install._unpack_all: all archives in parallel into the tree cache
+                  (CUDAENV_CACHE_DIR is the run's fresh directory), every member checked
   baseline unzip  for f in *.whl; do unzip -q f -d out; done
   cudaenv whl     the same parallel extractor on the wheels
 
@@ -18,6 +19,7 @@ Prints medians and the ratio to the baseline measured in the same run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import shutil
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from redist_mirror import write_tar_xz  # noqa: E402
 
-from cudaenv.installing import install  # noqa: E402
+from cudaenv.installing import cache, install  # noqa: E402
 from cudaenv.foundation.progress import quiet  # noqa: E402
 from cudaenv.installing.sources.base import Artifact  # noqa: E402
 
@@ -75,7 +77,9 @@ def build(work: Path, archives: int, mib: int) -> tuple[list[Path], list[Path]]:
 class _Item:
     def __init__(self, path: Path, kind: str, subdir: str):
         self.path = path
-        self.artifact = Artifact(path.name, "1", path.as_uri(), "0" * 64, path.stat().st_size, path.name, kind, subdir)
+        # The tree cache is keyed by the archive's sha256, so each archive needs its own.
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.artifact = Artifact(path.name, "1", path.as_uri(), sha, path.stat().st_size, path.name, kind, subdir)
 
 
 def timed(fn) -> float:
@@ -98,15 +102,18 @@ def main() -> None:
         out = work / "out"
         progress = quiet()
 
+        os.environ["CUDAENV_CACHE_DIR"] = str(out)  # the unpacked trees go where the baselines unpack
+
         def fresh():
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir()
+            cache.trees_root().mkdir(parents=True)
 
         cases = {
             "tar -xJf (baseline)": lambda: [subprocess.run(["tar", "-xJf", str(p), "-C", str(out)], check=True) for p in xz],
-            "cudaenv tar.xz": lambda: install._extract_all(xz_items, out, progress),
+            "cudaenv tar.xz": lambda: install._unpack_all(xz_items, True, progress),
             "unzip (baseline)": lambda: [subprocess.run(["unzip", "-q", "-o", str(p), "-d", str(out)], check=True) for p in whl],
-            "cudaenv whl": lambda: install._extract_all(whl_items, out, progress),
+            "cudaenv whl": lambda: install._unpack_all(whl_items, True, progress),
         }
         times: dict[str, list[float]] = {k: [] for k in cases}
         for _ in range(args.runs):
