@@ -10,7 +10,7 @@ Builds the store of bench/stub_store.py, a fresh venv in the project, binds it
   empty     instead of it, a .pth importing an empty module beside it: what any
             .pth import line costs (site reads one more file, the first import
             from site-packages makes its finder)
-  bound     the cached answer is valid: the fast path (cudaenv/selecting/venvstart.py)
+  bound     the cached answer is valid: the fast path (cudaenv/venvstart.py)
   stale     the project's .cuda-version touched before each run: the slow path
             reselects and rewrites the cache
   restart   a second venv bound where the loader's configuration has another

@@ -16,7 +16,7 @@ function, so `cudaenv.resolve` is always the function.
 """
 
 # No `from __future__ import annotations` here, nor in the modules a bound venv's
-# start-up imports (cudaenv/selecting/venvstart.py): importing __future__ is part of that cost.
+# start-up imports (cudaenv/venvstart.py): importing __future__ is part of that cost.
 
 __version__ = "0.1.0"
 

@@ -434,7 +434,7 @@ MUTATIONS = [
              'if [ "${CUDAENV_LD_LIBRARY_PATH-}" = 1 ]; then',
              "the shims and the hook leave LD_LIBRARY_PATH alone unless asked",
              tests=["tests/test_shims.py::test_ld_library_path_unless_turned_off"]),
-    Mutation("LP3", "cudaenv/selecting/venvstart.py", 'if record.get("ld_other") == "1" and not restarted:',
+    Mutation("LP3", "cudaenv/venvstart.py", 'if record.get("ld_other") == "1" and not restarted:',
              "if False:", "a bound venv never restarts: its own cuda-pathfinder takes the loader's libnvvm",
              tests=["tests/test_doctor_libraries.py::"
                     "test_a_bound_venv_restarts_its_interpreter_so_its_own_loader_takes_the_selection"]),

@@ -153,7 +153,7 @@ def test_an_unchanged_selection_takes_the_fast_path(world):
     bind(world)
     env = service_env(world["root"])
     imported = imported_at_start(world["python"], env)
-    assert {"_cudaenv_binding", "cudaenv.selecting.venvstart"} <= imported
+    assert {"_cudaenv_binding", "cudaenv.venvstart"} <= imported
     assert not imported & {"cudaenv.selecting.activation", "cudaenv.foundation.settings", "cudaenv.selecting.selection", "cudaenv.selecting.venvbind",
                            "cudaenv.foundation.store", "json", "typing", "re", "__future__"}
     # Another PATH (another caller): activation answers once, then that answer is replayed too.
@@ -227,7 +227,7 @@ def test_a_removed_cudaenv_warns_and_the_interpreter_still_starts(world):
     assert len(got["stderr"].splitlines()) == 1
 
 
-@pytest.mark.parametrize("part", ["cudaenv", "cudaenv/selecting", "cudaenv/selecting/venvstart.py"])
+@pytest.mark.parametrize("part", ["cudaenv", "cudaenv/selecting", "cudaenv/venvstart.py"])
 def test_cudaenv_code_others_can_write_is_never_run(world, part):
     """The stub runs cudaenv's code in every start of the interpreter: not when the package, the
     room venvstart lives in, or venvstart itself may be written by others than its owner."""

@@ -241,7 +241,7 @@ class Context:
         except where doctor runs under a bound venv's interpreter that is the target (its
         CUDAENV_BOUND_VENV) and whose binding set LD_LIBRARY_PATH when it started, after glibc
         had read it (venvstart.LD_AT_START keeps the value that loader has)."""
-        from ..selecting import venvstart
+        from .. import venvstart
 
         at_start, bound, py = self.env.get(venvstart.LD_AT_START), self.env.get(venvstart.MARKER), self.probe.python
         if at_start is None or not bound or not py or _real(os.path.dirname(os.path.dirname(py.executable))) != _real(bound):

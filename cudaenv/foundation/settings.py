@@ -22,7 +22,7 @@ setting the fast path never asks for.
 
 import os
 
-TYPE_CHECKING = False  # collections.abc and typing cost a bound venv's start-up (cudaenv/selecting/venvstart.py)
+TYPE_CHECKING = False  # collections.abc and typing cost a bound venv's start-up (cudaenv/venvstart.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

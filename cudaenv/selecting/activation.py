@@ -26,7 +26,7 @@ TYPE_CHECKING = False  # typing itself costs milliseconds to import; type checke
 if TYPE_CHECKING:
     from pathlib import Path
 
-# This module is on every start of a bound venv's Python (cudaenv/selecting/venvstart.py),
+# This module is on every start of a bound venv's Python (cudaenv/venvstart.py),
 # so it imports only os and settings at the top; the renderers import their own.
 
 ROOT_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDAToolkit_ROOT")
@@ -96,7 +96,7 @@ def without_ours(env) -> "dict[str, str]":
     return env
 # All that toolkit_env reads of the environment (besides the toolkit root): a bound
 # venv's start-up replays its answer for the same root and the same values of these
-# (cudaenv/selecting/venvstart.py); tests/test_venv_binding.py holds toolkit_env to this list.
+# (cudaenv/venvstart.py); tests/test_venv_binding.py holds toolkit_env to this list.
 # The host compiler's inputs too (user_compiler); the compiler rehash chose is a file of the
 # store, which a rehash rewrites, so a bound venv's replay is as fresh as its alias stamps.
 INPUTS = ("PATH", "CUDAENV_PATH_ENTRY", "CUDAENV_LD_LIBRARY_PATH", "LD_LIBRARY_PATH", "CUDAENV_LD_ENTRY",

@@ -143,7 +143,7 @@ def bound_project(venv: str) -> str | None:
     gone, untrusted or malformed (a marker outliving `cudaenv venv unbind` is ignored)."""
     if not os.path.isabs(venv):
         return None
-    from . import venvstart  # only in a bound process: `cudaenv which` does not pay for it
+    from .. import venvstart  # only in a bound process: `cudaenv which` does not pay for it
 
     try:
         project = venvstart.read_record(venvstart.record_path(venv)).get("project")

@@ -9,7 +9,7 @@ stub that applies the toolkit the project selects *now* (its .cuda-version is
 read again whenever it changed), with the variables of cudaenv.selecting.activation, to
 the interpreter's own environment, which every child it starts inherits.
 
-The files and the fast path are described in cudaenv/selecting/venvstart.py; what makes
+The files and the fast path are described in cudaenv/venvstart.py; what makes
 them safe is in docs/security.md ("A toolkit bound to a venv").
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import activation, aliases, libsearch, selection, venvstart
+from .. import venvstart
+from . import activation, aliases, libsearch, selection
 from ..foundation import programs, safeopen, store
 from ..foundation.errors import CudaenvError, InputError
 from .versionfile import ENV_VAR
@@ -50,8 +51,8 @@ def _start():
         pkg = os.path.join(PACKAGE, "cudaenv")
         # cudaenv's code runs in this interpreter: only if nobody but its owner
         # (root, this user, or the owner of this venv) can change it.
-        for path in (pkg, os.path.join(pkg, "selecting"), os.path.join(pkg, "selecting", "venvstart.py"),
-                     os.path.join(pkg, "__pycache__"), os.path.join(pkg, "selecting", "__pycache__")):
+        for path in (pkg, os.path.join(pkg, "venvstart.py"), os.path.join(pkg, "__pycache__"),
+                     os.path.join(pkg, "selecting"), os.path.join(pkg, "selecting", "__pycache__")):
             try:
                 st = os.stat(path)
             except FileNotFoundError:
@@ -65,7 +66,7 @@ def _start():
         if added:
             sys.path.insert(0, PACKAGE)
         try:
-            from cudaenv.selecting import venvstart
+            from cudaenv import venvstart
             if not venvstart.start(RECORD):
                 from cudaenv.selecting import venvbind
                 venvbind.start_slow(RECORD)
@@ -188,6 +189,12 @@ def start_slow(record_path: str) -> None:
         record = venvstart.read_record(record_path)
     except (OSError, ValueError) as e:
         raise BindError(f"cannot read the binding record: {e}") from None
+    cached = venvstart.cached_root(record)
+    if cached is not None:
+        # The cached toolkit is still the answer; only activation's variables for this
+        # environment (another PATH) were not remembered: ask activation, keep its answer.
+        venvstart.apply(cached, record_path, record, activation)
+        return
     resolved, stamps = _answer(record.get("project"), record.get("store"), os.environ)
     root = str(resolved.root)
     ld_other = _loader_other(root, os.environ)
@@ -201,7 +208,7 @@ def start_slow(record_path: str) -> None:
                 venvstart.write_record(record_path, record)
         except OSError:
             pass  # a read-only venv: every start takes this path, and still applies the right toolkit
-    venvstart.apply(root, record_path, record)
+    venvstart.apply(root, record_path, record, activation)
 
 
 class Binding:

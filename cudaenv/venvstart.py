@@ -14,12 +14,14 @@ directories the selection walked, the alias entry) is unchanged: a few stat
 calls, then the toolkit's variables. Those are cudaenv.selecting.activation's, the one
 place they are defined: the record keeps what activation.toolkit_env answered
 for this root and these values of activation.INPUTS (PATH and the like), and
-replays that answer when they are the same again; any other values ask
-activation itself and add its answer. Anything else (a stamp changed,
-CUDAENV_VERSION set, the record unreadable) returns False and the stub calls
-venvbind.start_slow, which runs the real selection and rewrites the cache.
-This module imports only os (stat, already loaded): it is on every start of
-the venv's interpreter, where the budget is 1 ms (docs/performance.md).
+replays that answer when they are the same again. Anything else returns False
+and the stub calls venvbind.start_slow: other values of the inputs (it asks
+activation and adds its answer), or a stamp changed, CUDAENV_VERSION set, the
+record unreadable (it runs the real selection and rewrites the cache).
+This module imports only os (stat, already loaded), nothing of cudaenv: it is on
+every start of the venv's interpreter, where the budget is 1 ms
+(docs/performance.md). That is also why it sits at the package's top, outside
+the rooms: importing it through a subpackage costs that package's import too.
 """
 
 # No `from __future__ import annotations`: importing __future__ costs a bound venv's start-up.
@@ -155,7 +157,7 @@ def stamp(path: str) -> str:
     return f"{st.st_ino}:{st.st_ctime_ns}:{st.st_size}:{path}"
 
 
-def _unchanged(stamps: list[str]) -> bool:
+def unchanged(stamps: list[str]) -> bool:
     for s in stamps:
         if s.startswith("-:"):
             if os.path.lexists(s[2:]):
@@ -165,15 +167,19 @@ def _unchanged(stamps: list[str]) -> bool:
     return True
 
 
-def _variables(root: str, path: str, record: Record) -> dict[str, str]:
-    """activation.toolkit_env(root) for this environment: replayed from the record when it
-    answered for the same root and inputs before, else asked (and kept, if the record is ours)."""
+def _remembered(root: str, record: Record) -> "dict[str, str] | None":
+    """activation.toolkit_env(root) for this environment as the record remembers it, or None."""
     inputs = record.get("inputs").split(",") if record.get("inputs") else []
     key = _FIELD.join([root] + [os.environ.get(n, _UNSET) for n in inputs])
-    if inputs and key in record.memo:
-        return record.memo[key]
-    from . import activation
+    return record.memo.get(key) if inputs else None
 
+
+def _variables(root: str, path: str, record: Record, activation) -> dict[str, str]:
+    """activation.toolkit_env(root) for this environment: replayed from the record when it
+    answered for the same root and inputs before, else asked (and kept, if the record is ours)."""
+    remembered = _remembered(root, record)
+    if remembered is not None:
+        return remembered
     answer = activation.toolkit_env(root)
     if ",".join(activation.INPUTS) != record.get("inputs"):
         record.values["inputs"] = ",".join(activation.INPUTS)
@@ -216,12 +222,14 @@ def restart_with_ld() -> None:
         os.environ.pop(LD_RESTARTED, None)  # not allowed here (a sandbox): doctor still says so
 
 
-def apply(root: str, path: str, record: Record) -> None:
+def apply(root: str, path: str, record: Record, activation) -> None:
     """Apply toolkit `root` to this process, so it and every child it starts use it.
-    A child that runs cudaenv (a unit has no CUDAENV_ROOT) finds the same store."""
+    A child that runs cudaenv (a unit has no CUDAENV_ROOT) finds the same store.
+    `activation` is cudaenv.selecting.activation, which answers what the record does not
+    remember; the caller imports it, so that this module imports nothing of cudaenv."""
     restarted = os.environ.pop(LD_RESTARTED, None)
     before = os.environ.get("LD_LIBRARY_PATH")
-    os.environ.update(_variables(root, path, record))
+    os.environ.update(_variables(root, path, record, activation))
     os.environ[MARKER] = os.path.dirname(path)
     os.environ.setdefault("CUDAENV_ROOT", record.get("store"))
     if os.environ.get("LD_LIBRARY_PATH") != before:
@@ -232,19 +240,29 @@ def apply(root: str, path: str, record: Record) -> None:
         os.environ.pop(LD_AT_START, None)
 
 
-def start(path: str) -> bool:
-    """Apply the cached toolkit of the record at `path` if it is still the answer;
-    False means: ask venvbind.start_slow (it reports what is wrong, if anything)."""
+def cached_root(record: Record) -> "str | None":
+    """The toolkit root the record cached, if it is still the selection's answer: nothing it
+    was read from changed, no CUDAENV_VERSION overrides it, and the toolkit is still there."""
     if os.environ.get("CUDAENV_VERSION", "").strip(" \t"):
-        return False  # an explicit selection: the real selection code decides
+        return None  # an explicit selection: the real selection code decides
+    root = record.get("root")
+    if not root or not record.stamps or not unchanged(record.stamps):
+        return None
+    return root if os.path.isdir(os.path.join(root, "bin")) else None
+
+
+def start(path: str) -> bool:
+    """Apply the cached toolkit of the record at `path` if it is still the answer and the
+    record remembers activation's variables for this environment; False means: ask
+    venvbind.start_slow (it asks activation, reselects if need be, and reports what is wrong)."""
     try:
         record = read_record(path)
     except (OSError, ValueError):
         return False
-    root = record.get("root")
-    if not root or not record.stamps or not _unchanged(record.stamps):
+    root = cached_root(record)
+    if root is None:
         return False
-    if not os.path.isdir(os.path.join(root, "bin")):
-        return False
-    apply(root, path, record)
+    if _remembered(root, record) is None:
+        return False  # another PATH or the like: activation is asked, in the slow path's imports
+    apply(root, path, record, None)
     return True
