@@ -10,7 +10,6 @@ from __future__ import annotations
 
 
 from .foundation import quoting
-from .selecting.shell import COMPLETION_SCRIPT, completion_dir
 
 # The formats and shells offered by the commands that take them, named once here
 # so the scripts and `cudaenv completions` agree (tests/test_parity.py checks).
@@ -23,6 +22,8 @@ TAKES_VERSION = ("local", "global", "shell", "prefix", "uninstall", "install", "
 
 def init_line(shell: str) -> str:
     """The code `init - SHELL` appends so the completions load with the hook."""
+    from .selecting.shell import COMPLETION_SCRIPT, completion_dir
+
     d = completion_dir()
     if shell == "fish":
         q = quoting.fish(str(d / COMPLETION_SCRIPT["fish"]))

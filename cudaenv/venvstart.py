@@ -174,9 +174,11 @@ def _remembered(root: str, record: Record) -> "dict[str, str] | None":
     return record.memo.get(key) if inputs else None
 
 
-def _variables(root: str, path: str, record: Record, activation) -> dict[str, str]:
+def variables(root: str, path: str, record: Record, activation) -> dict[str, str]:
     """activation.toolkit_env(root) for this environment: replayed from the record when it
-    answered for the same root and inputs before, else asked (and kept, if the record is ours)."""
+    answered for the same root and inputs before, else asked (and kept, if the record is ours).
+    `activation` is cudaenv.selecting.activation, imported by the caller (the slow path), so
+    that this module imports nothing of cudaenv."""
     remembered = _remembered(root, record)
     if remembered is not None:
         return remembered
@@ -222,14 +224,13 @@ def restart_with_ld() -> None:
         os.environ.pop(LD_RESTARTED, None)  # not allowed here (a sandbox): doctor still says so
 
 
-def apply(root: str, path: str, record: Record, activation) -> None:
-    """Apply toolkit `root` to this process, so it and every child it starts use it.
-    A child that runs cudaenv (a unit has no CUDAENV_ROOT) finds the same store.
-    `activation` is cudaenv.selecting.activation, which answers what the record does not
-    remember; the caller imports it, so that this module imports nothing of cudaenv."""
+def apply(root: str, path: str, record: Record, toolkit_vars: "dict[str, str]") -> None:
+    """Apply toolkit `root`, whose activation variables are `toolkit_vars`, to this process, so
+    it and every child it starts use it. A child that runs cudaenv (a unit has no CUDAENV_ROOT)
+    finds the same store."""
     restarted = os.environ.pop(LD_RESTARTED, None)
     before = os.environ.get("LD_LIBRARY_PATH")
-    os.environ.update(_variables(root, path, record, activation))
+    os.environ.update(toolkit_vars)
     os.environ[MARKER] = os.path.dirname(path)
     os.environ.setdefault("CUDAENV_ROOT", record.get("store"))
     if os.environ.get("LD_LIBRARY_PATH") != before:
@@ -262,7 +263,8 @@ def start(path: str) -> bool:
     root = cached_root(record)
     if root is None:
         return False
-    if _remembered(root, record) is None:
+    remembered = _remembered(root, record)
+    if remembered is None:
         return False  # another PATH or the like: activation is asked, in the slow path's imports
-    apply(root, path, record, None)
+    apply(root, path, record, remembered)
     return True

@@ -245,6 +245,23 @@ def test_cudaenv_code_others_can_write_is_never_run(world, part):
     assert f"{target} may be written by others than its owner" in got["stderr"], got["stderr"]
 
 
+def test_a_room_others_can_write_is_never_imported_by_the_slow_path(world):
+    """The slow path (here: the project's .cuda-version changed) imports code from every room of
+    the package; a room others may write (replace a module in) stops it, not only selecting/."""
+    copy = world["tmp"] / "pkg"
+    shutil.copytree(REPO / "cudaenv", copy / "cudaenv", ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(world["env"], PYTHONPATH=str(copy))
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=env, cwd=world["proj"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    room = copy / "cudaenv" / "foundation"
+    room.chmod(room.stat().st_mode | 0o022)
+    (world["proj"] / ".cuda-version").write_text("13.0\n")  # its ctime moves: the cached answer is stale
+    got = seen(world["python"], service_env(world["root"]))
+    assert got["CUDA_HOME"] is None
+    assert f"{room} may be written by others than its owner" in got["stderr"], got["stderr"]
+
+
 def test_a_record_others_can_write_is_not_trusted(world):
     bind(world)
     record = world["venv"] / "cudaenv-binding.cfg"

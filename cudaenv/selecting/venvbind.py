@@ -49,25 +49,32 @@ def _start():
     added = PACKAGE not in sys.path
     try:
         pkg = os.path.join(PACKAGE, "cudaenv")
+
         # cudaenv's code runs in this interpreter: only if nobody but its owner
         # (root, this user, or the owner of this venv) can change it.
-        for path in (pkg, os.path.join(pkg, "venvstart.py"), os.path.join(pkg, "__pycache__"),
-                     os.path.join(pkg, "selecting"), os.path.join(pkg, "selecting", "__pycache__")):
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                if path.endswith("__pycache__"):
-                    continue
-                raise RuntimeError("cudaenv is no longer installed at " + PACKAGE + "; bind again with the "
-                                   "cudaenv you use now, or delete " + {pth_path!r}) from None
-            if st.st_mode & 0o022 or (st.st_uid not in (0, os.geteuid())
-                                      and st.st_uid != os.stat(__file__).st_uid):
-                raise RuntimeError(path + " may be written by others than its owner, or belongs to another user")
+        def trusted(*paths):
+            for path in paths:
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    if path.endswith("__pycache__"):
+                        continue
+                    raise RuntimeError("cudaenv is no longer installed at " + PACKAGE + "; bind again with the "
+                                       "cudaenv you use now, or delete " + {pth_path!r}) from None
+                if st.st_mode & 0o022 or (st.st_uid not in (0, os.geteuid())
+                                          and st.st_uid != os.stat(__file__).st_uid):
+                    raise RuntimeError(path + " may be written by others than its owner, or belongs to another user")
+
+        trusted(pkg, os.path.join(pkg, "venvstart.py"), os.path.join(pkg, "__pycache__"),
+                os.path.join(pkg, "selecting"), os.path.join(pkg, "selecting", "__pycache__"))
         if added:
             sys.path.insert(0, PACKAGE)
         try:
             from cudaenv import venvstart
             if not venvstart.start(RECORD):
+                # The slow path imports from every room of the package, not only the two above.
+                rooms = [d for d, _, files in os.walk(pkg) if d != pkg and "__init__.py" in files]
+                trusted(*rooms, *[os.path.join(d, "__pycache__") for d in rooms])
                 from cudaenv.selecting import venvbind
                 venvbind.start_slow(RECORD)
         finally:
@@ -193,7 +200,7 @@ def start_slow(record_path: str) -> None:
     if cached is not None:
         # The cached toolkit is still the answer; only activation's variables for this
         # environment (another PATH) were not remembered: ask activation, keep its answer.
-        venvstart.apply(cached, record_path, record, activation)
+        venvstart.apply(cached, record_path, record, venvstart.variables(cached, record_path, record, activation))
         return
     resolved, stamps = _answer(record.get("project"), record.get("store"), os.environ)
     root = str(resolved.root)
@@ -208,7 +215,7 @@ def start_slow(record_path: str) -> None:
                 venvstart.write_record(record_path, record)
         except OSError:
             pass  # a read-only venv: every start takes this path, and still applies the right toolkit
-    venvstart.apply(root, record_path, record, activation)
+    venvstart.apply(root, record_path, record, venvstart.variables(root, record_path, record, activation))
 
 
 class Binding:
