@@ -212,13 +212,19 @@ def test_a_removed_toolkit_warns_and_the_interpreter_still_starts(world):
                              "run: cudaenv install 13.0\n")
 
 
-def test_a_removed_cudaenv_warns_and_the_interpreter_still_starts(world):
+def bind_from_copy(world) -> Path:
+    """Bind with a copy of cudaenv's package (one the test may change or remove); the copy's parent."""
     copy = world["tmp"] / "pkg"
     shutil.copytree(REPO / "cudaenv", copy / "cudaenv", ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(world["env"], PYTHONPATH=str(copy))
     p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=env, cwd=world["proj"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+    return copy
+
+
+def test_a_removed_cudaenv_warns_and_the_interpreter_still_starts(world):
+    copy = bind_from_copy(world)
     shutil.rmtree(copy)
     got = seen(world["python"], service_env(world["root"]))
     assert got["CUDA_HOME"] is None
@@ -231,12 +237,7 @@ def test_a_removed_cudaenv_warns_and_the_interpreter_still_starts(world):
 def test_cudaenv_code_others_can_write_is_never_run(world, part):
     """The stub runs cudaenv's code in every start of the interpreter: not when the package, the
     room venvstart lives in, or venvstart itself may be written by others than its owner."""
-    copy = world["tmp"] / "pkg"
-    shutil.copytree(REPO / "cudaenv", copy / "cudaenv", ignore=shutil.ignore_patterns("__pycache__"))
-    env = dict(world["env"], PYTHONPATH=str(copy))
-    p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=env, cwd=world["proj"],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
+    copy = bind_from_copy(world)
     assert seen(world["python"], service_env(world["root"]))["CUDA_HOME"] == str(world["13.0"])
     target = copy / part
     target.chmod(target.stat().st_mode | 0o022)
@@ -248,12 +249,7 @@ def test_cudaenv_code_others_can_write_is_never_run(world, part):
 def test_a_room_others_can_write_is_never_imported_by_the_slow_path(world):
     """The slow path (here: the project's .cuda-version changed) imports code from every room of
     the package; a room others may write (replace a module in) stops it, not only selecting/."""
-    copy = world["tmp"] / "pkg"
-    shutil.copytree(REPO / "cudaenv", copy / "cudaenv", ignore=shutil.ignore_patterns("__pycache__"))
-    env = dict(world["env"], PYTHONPATH=str(copy))
-    p = subprocess.run([sys.executable, "-m", "cudaenv", "venv", "bind"], env=env, cwd=world["proj"],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
+    copy = bind_from_copy(world)
     room = copy / "cudaenv" / "foundation"
     room.chmod(room.stat().st_mode | 0o022)
     (world["proj"] / ".cuda-version").write_text("13.0\n")  # its ctime moves: the cached answer is stale
