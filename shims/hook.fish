@@ -94,6 +94,50 @@ function __cudaenv_nbytes -a escaped
     math (string length -- "$escaped") - 2 '*' '(' (string length -- "$escaped") - (string length -- "$plain") ')'
 end
 
+# A program from the standard directories, never from the caller's PATH.
+function __cudaenv_std_tool -a name
+    for d in /usr/bin /bin
+        test -x $d/$name; and echo $d/$name; and return 0
+    end
+    return 1
+end
+
+# Is version file $file within the bound? fish's `read -n` passes over bytes
+# that are not UTF-8 without counting them, so a file of such bytes would be
+# read to its end at every prompt (0.6 s per MB). As in the shims
+# (select.sh's _cudaenv_size_known), the size comes first: from a stamp of our
+# own at the file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@, not older
+# than the file, else from one `wc -c` (fstat, no byte read), which leaves
+# that stamp. Status 1 past the bound. A size that cannot be measured is
+# status 0: the reads still count what they see.
+function __cudaenv_size_ok -a file
+    set -l dir (__cudaenv_root)/@SIZE_STAMPS@
+    set -l stamp $dir$file
+    string match -q -r -- '/\.\.?(/|$)|//' $file; and set stamp
+    if test -n "$stamp"; and test -O "$stamp"; and not test "$file" -nt "$stamp"
+        return 0
+    end
+    set -l wc (__cudaenv_std_tool wc); or return 0
+    # (Not `; or`: string trim's status says whether it trimmed.)
+    set -l size (string trim -- ($wc -c < $file 2>/dev/null))
+    string match -q -r -- '^[0-9]{1,15}$' "$size"; or return 0
+    test $size -gt @MAX_BYTES@; and return 1
+    test -n "$stamp"; or return 0
+    # Nothing is made or written in a stamps directory that is not ours.
+    test -L $dir; and return 0
+    test -e $dir; and not test -O $dir; and return 0
+    set -l parent (string replace -r -- '/[^/]*$' '' $stamp)
+    if not test -d $parent
+        set -l mkdir (__cudaenv_std_tool mkdir); or return 0
+        # The top directory private first: -p makes the ones below it with the umask.
+        test -d $dir; or $mkdir -m 700 -- $dir 2>/dev/null; or return 0
+        $mkdir -p -- $parent 2>/dev/null; or return 0
+    end
+    test -O $dir; and test -O $parent; or return 0
+    true >$stamp 2>/dev/null
+    return 0
+end
+
 # The whole of version file $file, URL-escaped, into __cudaenv_bytes; status 1
 # with __cudaenv_err when it is not a regular file or plainly past the bound of
 # at most @MAX_BYTES@ bytes in at most @MAX_LINES@ lines (cudaenv/selecting/versionfile.py's;
@@ -107,6 +151,10 @@ function __cudaenv_slurp -a file
     if not test -r "$file"
         set -l reason "Permission denied"
         set -g __cudaenv_err @UNREADABLE{path=$file,reason=$reason}@
+        return 1
+    end
+    if not __cudaenv_size_ok $file
+        set -g __cudaenv_err @TOO_LARGE{path=$file}@
         return 1
     end
     set -l seen 0

@@ -6,6 +6,7 @@ _ce_nul=$'\0'
 # zsh/system a line costs one read(2) of at most the bytes still allowed, and a
 # seek back to just after its newline, so a huge line costs no more than that.
 if zmodload zsh/system 2>/dev/null; then
+    _ce_bounded=1
     _cudaenv_line9() {
         emulate -L zsh
         setopt no_multibyte

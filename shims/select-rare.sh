@@ -72,6 +72,29 @@ _cudaenv_too_large() {
     _ce_err=@TOO_LARGE{path=$1}@
 }
 
+# Measure version file $1 without reading it (see _cudaenv_size_known): `wc -c`
+# takes a regular file's size from fstat, found on the standard PATH (`command
+# -p`), never on the caller's. Status 1 past the bound. Within it, a stamp
+# spares the next runs this process; it is written after the measure, in
+# directories of our own made private (umask 077). A size that cannot be
+# measured is status 0: the readers still count every byte.
+_cudaenv_size_check() {
+    local size dir="$_ce_r/@SIZE_STAMPS@"
+    size=$(command -p wc -c <"$1" 2>/dev/null) || return 0
+    _cudaenv_trim "$size"
+    case $_ce_trimmed in '' | *[!0123456789]*) return 0 ;; esac
+    [ ${#_ce_trimmed} -gt 15 ] || [ "$_ce_trimmed" -gt @MAX_BYTES@ ] && return 1
+    case $1 in */./* | */../* | *//* | */. | */..) return 0 ;; esac
+    # Nothing is made or written in a stamps directory that is not ours.
+    { [ ! -e "$dir" ] && [ ! -h "$dir" ]; } || { [ -O "$dir" ] && [ ! -h "$dir" ]; } || return 0
+    if [ ! -d "$dir${1%/*}" ]; then
+        (umask 077 && command -p mkdir -p -- "$dir${1%/*}") 2>/dev/null || return 0
+    fi
+    [ -O "$dir" ] && [ -O "$dir${1%/*}" ] || return 0
+    : 2>/dev/null >"$dir$1" || :
+    return 0
+}
+
 # Read the version file $1 (already opened on fd 9 by the caller), all of it up
 # to the bound. Sets _ce_spec and _ce_line, or _ce_err and returns 1. Lines up
 # to the value are checked; what follows only counts towards the size.

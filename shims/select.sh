@@ -91,6 +91,9 @@ _cudaenv_fd9_pos() {
 # bash can stop a `read` after N bytes; dash cannot (its `read` goes on to the
 # newline), and zsh replaces _cudaenv_line9 with one that uses sysread.
 _ce_read_n=${BASH_VERSION:+1}
+# Do this shell's reads of a version file stop at the bound? Where they do not
+# (dash), _cudaenv_read_version learns the file's size before it reads a byte.
+_ce_bounded=$_ce_read_n
 
 # One line of fd 9 into _ce_l, status 1 at the end of the file (as `read`),
 # reading at most $1 bytes where the shell allows. A line cut there returns 0
@@ -106,6 +109,13 @@ _cudaenv_line9() {
 _cudaenv_read_version() {
     _ce_big=
     if [ -f "$1" ] && [ -r "$1" ] && [ -z "${_ce_nul-}" ]; then
+        if [ -z "$_ce_bounded" ] && ! _cudaenv_size_known "$1"; then
+            _cudaenv_rare
+            if ! _cudaenv_size_check "$1"; then
+                _cudaenv_too_large "$1"
+                return 1
+            fi
+        fi
         case $1 in
             */.tool-versions) ;;
             *) _cudaenv_quick_fd9 9<"$1" && return 0 ;;
@@ -120,6 +130,20 @@ _cudaenv_read_version() {
         return 1
     fi
     _cudaenv_read_slow "$1"
+}
+
+# Is version file $1 known to be within the bound, without reading it? dash's
+# `read` takes a line to its newline one read(2) at a time (a 1 MB line costs
+# 0.25 s), and the process that measures a file (_cudaenv_size_check) would
+# cost every shim run ~0.7 ms. So the measure leaves a stamp, our own, at the
+# file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@: a file changed since is
+# newer than its stamp and is measured again. A stamp only spares the measure;
+# the readers still count every byte, so a wrong one costs time, never a
+# different answer. A path with a . or .. component or a // gets none.
+_cudaenv_size_known() {
+    _cudaenv_root
+    case $1 in */./* | */../* | *//* | */. | */..) return 1 ;; esac
+    [ -O "$_ce_r/@SIZE_STAMPS@$1" ] && [ ! "$1" -nt "$_ce_r/@SIZE_STAMPS@$1" ]
 }
 
 # The common version file, read in one pass on fd 9: comment lines, one valid

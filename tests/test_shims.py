@@ -212,12 +212,27 @@ def test_concurrent_rehash(tmp_path):
     assert p.stdout.strip() == f"stub-tool7 release=12.5.0 CUDA_HOME={root}/versions/12.5.0"
 
 
+# GNU wc -c takes a regular file's size from fstat and reads only what lies past its last
+# block boundary (in case the size is wrong, as /proc files' are): a few read(2) calls.
+WC_READS = 4
+
+
+def _execs(root, env, cwd, name="ptxas") -> list[str]:
+    """The programs one shim run executes, from strace: the shim itself first."""
+    p = subprocess.run(["strace", "-f", "-e", "trace=execve", "-qq", str(root / "shims" / name)],
+                       env=env, cwd=cwd, capture_output=True, text=True)
+    return [line.split("execve(", 1)[1].split(",", 1)[0].strip('"') for line in p.stderr.splitlines()
+            if "execve(" in line and "= 0" in line]
+
+
 def test_shim_uses_no_python_and_no_helper_process(store):
-    """The shim decides with builtins: strace shows exactly one exec (the toolkit's program)."""
+    """The shim decides with builtins: once its version file is measured (the first run sees
+    it, see the next test), strace shows exactly one exec (the toolkit's program) and no fork."""
     root, env, cwd = store
     import shutil
     if not shutil.which("strace"):
         pytest.skip("strace is not installed")
+    assert run_shim(root, "ptxas", env, cwd).returncode == 0  # the first sight measures the file
     p = subprocess.run(["strace", "-f", "-e", "trace=execve,clone,fork,vfork,clone3", "-qq",
                         str(root / "shims" / "ptxas")], env=env, cwd=cwd, capture_output=True, text=True)
     execs = [line for line in p.stderr.splitlines() if "execve(" in line]
@@ -226,16 +241,126 @@ def test_shim_uses_no_python_and_no_helper_process(store):
     assert not [line for line in p.stderr.splitlines() if "clone" in line or "fork" in line], p.stderr
 
 
-def test_shim_reads_a_huge_one_line_version_file_once(store, tmp_path):
-    """A 1 MB one-line .cuda-version: dash's `read` has no byte bound and consumes a line one
-    byte per read(2) until its newline, and a process to bound it (head -c) would cost every
-    shim run. So the shim reads such a line once: the quick pass knows it is over the bound,
-    and the error is given without the full scan reading it a second time (it did: 2 million
-    calls). Counted in read(2) calls on the file (strace), not in seconds."""
+def test_shim_measures_a_version_file_once_and_again_after_it_changes(store, tmp_path):
+    """dash cannot stop a `read`, so the shim learns a version file's size before reading it:
+    one `wc -c` (a process from the standard PATH, not the caller's) at first sight, which
+    leaves a stamp of our own under the store; later runs start no helper. A file changed
+    since (newer than its stamp) is measured again: grown past the bound, it is refused
+    without a byte of it read; back within the bound, it selects again."""
+    import shutil
+
+    from cudaenv.foundation.store import SIZE_STAMPS
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    root, env, cwd = store
+    vfile = tmp_path / "proj" / ".cuda-version"
+    # A planted `wc` first on the caller's PATH is never run.
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (planted / "wc").write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\necho 1\n")
+    (planted / "wc").chmod(0o755)
+    env = dict(env, PATH=f"{planted}:{env['PATH']}")
+    first = _execs(root, env, cwd)
+    assert [Path(x).name for x in first[1:-1]] == ["wc", "mkdir"] and first[1].startswith(("/usr/bin/", "/bin/")), first
+    assert first[-1].endswith("/versions/12.8.1/bin/ptxas"), first
+    stamp = root / SIZE_STAMPS / str(vfile).lstrip("/")
+    assert stamp.is_file() and stamp.stat().st_uid == os.getuid()
+    assert (root / SIZE_STAMPS).stat().st_mode & 0o077 == 0  # the stamps' tree is private
+    assert [Path(x).name for x in _execs(root, env, cwd)[1:]] == ["ptxas"]
+    # Grown past the bound since the stamp: measured again, refused, nothing of it read.
+    vfile.write_bytes(b"1" * 1_000_000 + b"\n")
+    later = stamp.stat().st_mtime + 5
+    os.utime(vfile, (later, later))
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,open,read,dup2,fcntl", "-o", str(tmp_path / "t"),
+                        str(root / "shims" / "ptxas")], env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "version file too large" in p.stderr, p.stderr
+    from test_hooks import _reads_of
+    assert _reads_of((tmp_path / "t").read_text(), str(vfile)) <= WC_READS
+    # Within the bound again (and newer than the stamp): measured, then selected.
+    vfile.write_text("13.0\n")
+    os.utime(vfile, (later + 5, later + 5))
+    again = _execs(root, env, cwd)
+    assert [Path(x).name for x in again[1:]] == ["wc", "ptxas"] and again[-1].endswith("/versions/13.0.2/bin/ptxas"), again
+    assert not (tmp_path / "planted-ran").exists()
+
+
+def test_shim_leaves_no_stamp_where_it_is_not_its_own(store, tmp_path):
+    """A stamps directory that belongs to another user is neither trusted nor written: every
+    run measures again, and the answer is the same. A path with a `..` component (a PWD a
+    parent process handed down) gets no stamp, so none is written outside the stamps' tree."""
+    import shutil
+
+    from sandbox import other_uid
+
+    from cudaenv.foundation.store import SIZE_STAMPS
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    root, env, cwd = store
+    uid = other_uid()
+    stamps = root / SIZE_STAMPS
+    stamps.mkdir(mode=0o777)
+    os.chown(stamps, uid, -1)
+    for _ in range(2):
+        names = [Path(x).name for x in _execs(root, env, cwd)[1:]]
+        assert names[0] == "wc" and names[-1] == "ptxas", names
+    assert list(stamps.iterdir()) == []
+    # A PWD with a `..` in it still names this directory, so the shell keeps it as given.
+    shutil.rmtree(stamps)
+    dotted = f"{tmp_path}/proj/../proj/{DEEP}"  # the version file is found as proj/../proj/.cuda-version
+    for _ in range(2):
+        names = [Path(x).name for x in _execs(root, dict(env, PWD=dotted), cwd)[1:]]
+        assert names[0] == "wc" and names[-1] == "ptxas", names
+    assert not stamps.exists() or not [f for f in stamps.rglob("*") if f.is_file()]
+
+
+def _shim_refuses_too_large(root, env, huge, trace, events):
+    """Run the nvcc shim in `huge` under strace (`events` to `trace`); it must refuse the version file."""
+    from cudaenv.selecting.versionfile import MAX_BYTES
+
+    p = subprocess.run(["strace", "-f", "-qq", "-e", f"trace={events}", "-o", str(trace),
+                        str(root / "shims" / "nvcc"), "--version"], env=dict(env, PWD=str(huge)), cwd=huge,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and p.stderr.strip() == (
+        f"cudaenv: {huge}/.cuda-version: version file too large; allowed are at most {MAX_BYTES} bytes "
+        "in at most 32 lines"), p.stderr
+
+
+@pytest.mark.parametrize("content", [b"1" * 1_000_000 + b"\n", b"\0" * 1_000_000, b"\xff" * 1_000_000],
+                         ids=["one-line", "nul-bytes", "not-utf8"])
+def test_shim_reads_nothing_of_a_version_file_past_the_bound(store, tmp_path, content):
+    """A cloned repository's 1 MB .cuda-version: dash's `read` has no byte bound and takes a
+    line one byte per read(2) to its newline (a million calls, 0.25 s per MB, before the
+    size check). The shim measures the file first, so it refuses it without reading a byte
+    of it. Counted in read(2) calls on the file (strace), not in seconds."""
     import shutil
 
     from test_hooks import _reads_of
 
+
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed")
+    root, env, cwd = store
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    (huge / ".cuda-version").write_bytes(content)
+    trace = tmp_path / "trace"
+    for _ in range(2):  # a file past the bound leaves no stamp: each run measures it
+        _shim_refuses_too_large(root, env, huge, trace, "openat,open,read,dup2,fcntl")
+        assert _reads_of(trace.read_text(), f"{huge}/.cuda-version") <= WC_READS
+
+
+def test_a_stale_stamp_costs_one_pass_and_the_same_error(store, tmp_path):
+    """A stamp newer than the file it vouches for (the file rewritten in place with its time set
+    back) spares the measure, so dash reads the 1 MB line as it reads: but once, in the quick
+    pass, which knows the file is past the bound and gives the error without the full scan
+    reading it again (it did: 2 million calls). The answer is the same as without the stamp."""
+    import shutil
+
+    from test_hooks import _reads_of
+
+    from cudaenv.foundation.store import SIZE_STAMPS
     from cudaenv.selecting.versionfile import MAX_BYTES
 
     if not shutil.which("strace"):
@@ -245,13 +370,13 @@ def test_shim_reads_a_huge_one_line_version_file_once(store, tmp_path):
     huge.mkdir()
     size = 1_000_000
     (huge / ".cuda-version").write_bytes(b"1" * size + b"\n")
+    os.utime(huge / ".cuda-version", (1_000_000_000, 1_000_000_000))
+    stamp = root / SIZE_STAMPS / str(huge / ".cuda-version").lstrip("/")
+    stamp.parent.mkdir(parents=True)
+    stamp.touch()
     trace = tmp_path / "trace"
-    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,open,read,dup2,fcntl", "-o", str(trace),
-                        str(root / "shims" / "nvcc"), "--version"], env=dict(env, PWD=str(huge)), cwd=huge,
-                       capture_output=True, text=True, timeout=300)
-    assert p.returncode == 1 and p.stderr.strip() == (
-        f"cudaenv: {huge}/.cuda-version: version file too large; allowed are at most {MAX_BYTES} bytes "
-        "in at most 32 lines"), p.stderr
+    _shim_refuses_too_large(root, env, huge, trace, "openat,open,read,dup2,fcntl,execve")
+    assert "/wc" not in trace.read_text()  # the stamp spared the measure
     reads = _reads_of(trace.read_text(), f"{huge}/.cuda-version")
     assert size < reads <= size + 4 * (MAX_BYTES + 1), reads  # one pass, byte by byte: dash's own cost
 
@@ -395,6 +520,7 @@ def test_common_path_never_opens_the_rare_half_and_rare_paths_do(store):
     root, env, cwd = store
     rare = [n for n in os.listdir(root / "shims") if n.startswith(".cudaenv-rare-")]
     rare_path = str(root / "shims" / rare[0])
+    _opened(root, env, cwd)  # the first sight of the version file measures it, on the rare path
     status, opened = _opened(root, env, cwd)
     assert status == 0
     assert rare_path not in opened and not [f for f in opened if "cudaenv-rare" in f], opened
@@ -412,6 +538,7 @@ def test_rare_half_is_the_one_rehash_wrote(store, tmp_path):
     """The shim sources its rare half by the absolute path rehash wrote it to:
     never one found through CUDAENV_ROOT or the current directory."""
     root, env, cwd = store
+    assert run_shim(root, "nvcc", env, cwd).returncode == 0  # measures the version file (rare path)
     rare = [n for n in os.listdir(root / "shims") if n.startswith(".cudaenv-rare-")][0]
     assert not os.access(root / "shims" / rare, os.X_OK)  # not a command on PATH
     shim = (root / "shims" / "nvcc").read_text()

@@ -37,6 +37,10 @@ if TYPE_CHECKING:  # a dataclass module: not on the start-up path of `cudaenv wh
 
 RECEIPT_NAME = ".cudaenv-receipt.json"
 APP = "cudaenv"
+# Under the store: empty stamps, one at each version file's own path, that the shims
+# (dash) leave after measuring a file within the bound, so later runs need not measure
+# it (shims/select.sh, _cudaenv_size_known). Deleting them costs only the measures.
+SIZE_STAMPS = "version-files-checked"
 
 
 class StoreError(CudaenvError):

@@ -48,7 +48,8 @@ OTHER_FACTS = (("foundation.store", "VERSION_FILE_NOT_ABSOLUTE", "VERSION_FILE_N
                ("selecting.shared_roots", "NOT_ABSOLUTE", "SHARED_NOT_ABSOLUTE"),
                ("selecting.shared_roots", "UNTRUSTED", "SHARED_UNTRUSTED"),
                ("selecting.shared_roots", "ORIGIN_GLOBAL", "SHARED_ORIGIN"),
-               ("selecting.inventory", "EXISTS_IN", "EXISTS_IN"))
+               ("selecting.inventory", "EXISTS_IN", "EXISTS_IN"),
+               ("foundation.store", "SIZE_STAMPS", "SIZE_STAMPS"))
 # Every shell template; tests check that none writes out a shared fact itself.
 TEMPLATES = ("select.sh", "select-rare.sh", "shim.sh", "shim-rare.sh", "hook.sh", "hook.bash", "hook.zsh", "hook.fish")
 
