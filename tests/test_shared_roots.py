@@ -23,6 +23,8 @@ import pytest
 from test_shared_store import _copy_runtime, _user_python, _why_not, snapshot
 from toolkits import base_env, managed
 
+from cudaenv.foundation.store import SIZE_STAMPS
+
 needs_users = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
 
 
@@ -159,6 +161,11 @@ def test_two_users_overlay_one_shared_store(cluster):
     assert snapshot(shared_root) == shared_before  # users never write the shared store
 
 
+def _without_stamps(snap: dict, store: Path) -> dict:
+    stamps = os.path.join(store, SIZE_STAMPS)
+    return {p: v for p, v in snap.items() if p != stamps and not p.startswith(stamps + os.sep)}
+
+
 @needs_users
 def test_admin_adds_a_toolkit_users_see_it_before_their_rehash(cluster):
     base, shared_root, admin, (a, b), py = cluster
@@ -172,11 +179,13 @@ def test_admin_adds_a_toolkit_users_see_it_before_their_rehash(cluster):
         os.chmod(tk, 0o755)
         proj = b.project("next", "13.1")
         # The shim and the hook: B's table is stale for the shared store, and
-        # is read store by store without writing anything.
+        # is read store by store without writing any table. (The shim's one
+        # write is the stamp of its measure of the new project's version file.)
         p = _shim(b, proj)
         assert p.returncode == 0 and _home_of(p.stdout) == str(tk), p.stderr
         assert _bash_hook(b, py, proj, render=False).stdout.strip() == str(tk)
-        assert snapshot(b.store) == b_before
+        assert _without_stamps(snapshot(b.store), b.store) == _without_stamps(b_before, b.store)
+        assert (b.store / SIZE_STAMPS / str(proj / ".cuda-version").lstrip("/")).is_file()
         # Python rebuilds the user's own table.
         p = b.run([py, "-m", "cudaenv", "prefix"], cwd=proj)
         assert p.stdout.strip() == str(tk), p.stderr
