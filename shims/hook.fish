@@ -590,6 +590,9 @@ function __cudaenv_apply -a root
         test -d $root/lib64; and set lib $root/lib64
         set -gx LD_LIBRARY_PATH $lib (__cudaenv_list_without "$CUDAENV_LD_ENTRY" $LD_LIBRARY_PATH)
         set -gx CUDAENV_LD_ENTRY $lib
+    else
+        # Turned off mid-shell: the entry this hook added while it was on goes.
+        __cudaenv_ld_restore
     end
     __cudaenv_host_compiler $root
 end
@@ -643,6 +646,13 @@ function __cudaenv_restore
         set -gx PATH $rest
         set -e CUDAENV_PATH_ENTRY
     end
+    __cudaenv_ld_restore
+end
+
+# LD_LIBRARY_PATH loses the entry this shell's hook put first, and an entry
+# the parent shell's hook exported comes back: on leaving a project, and when
+# the user sets CUDAENV_LD_LIBRARY_PATH to 0 mid-shell (__cudaenv_apply).
+function __cudaenv_ld_restore
     if test -n "$CUDAENV_LD_ENTRY"; and test "$CUDAENV_LD_ENTRY" != "$__cudaenv_orig_ld_entry"
         set -l ld (__cudaenv_list_without "$CUDAENV_LD_ENTRY" $LD_LIBRARY_PATH)
         if test -n "$__cudaenv_orig_ld_entry"
@@ -665,6 +675,10 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     # The stores themselves (CUDAENV_SHARED_ROOTS too) are looked at when a
     # selection is made, not at every prompt: see the two checks below.
     set -l key "$r|$CONDA_PREFIX|$CUDAENV_LD_LIBRARY_PATH|$CUDAENV_SHARED_ROOTS|"
+    # The user's own host compiler settings, as in hook.sh: one named mid-shell
+    # takes the place of cudaenv's at the next prompt (CUDAENV_CCBIN's is ours).
+    set key "$key$CC|$CXX|$NVCC_PREPEND_FLAGS|$NVCC_APPEND_FLAGS|"
+    test "$CUDAHOSTCXX|$NVCC_CCBIN" = "$CUDAENV_CCBIN|$CUDAENV_CCBIN"; or set key "$key$CUDAHOSTCXX|$NVCC_CCBIN|"
     set -l value (string trim -c ' '\t -- "$CUDAENV_VERSION")
     set -g __cudaenv_warn
     set -l none

@@ -48,6 +48,13 @@ _cudaenv_restore() {
         export PATH="$_ce_list"
         unset CUDAENV_PATH_ENTRY
     fi
+    _cudaenv_ld_restore
+}
+
+# LD_LIBRARY_PATH loses the entry this shell's hook put first, and an entry
+# the parent shell's hook exported comes back: on leaving a project, and when
+# the user sets CUDAENV_LD_LIBRARY_PATH=0 mid-shell (_cudaenv_hook_apply).
+_cudaenv_ld_restore() {
     if [ -n "${CUDAENV_LD_ENTRY-}" ] && [ "$CUDAENV_LD_ENTRY" != "$_CUDAENV_ORIG_LD_ENTRY" ]; then
         _cudaenv_list_without "${LD_LIBRARY_PATH-}" "$CUDAENV_LD_ENTRY"
         if [ -n "$_CUDAENV_ORIG_LD_ENTRY" ]; then
@@ -57,6 +64,15 @@ _cudaenv_restore() {
             unset CUDAENV_LD_ENTRY
         fi
     fi
+}
+
+# Apply toolkit $1 for this shell. With CUDAENV_LD_LIBRARY_PATH=0, _cudaenv_apply
+# leaves LD_LIBRARY_PATH alone (a shim must not undo its parent shell's), so the
+# entry this shell's hook added while the setting was on is taken away here.
+_cudaenv_hook_apply() {
+    [ "${CUDAENV_LD_LIBRARY_PATH-}" != 0 ] || _cudaenv_ld_restore
+    _cudaenv_apply "$1"
+    _CUDAENV_APPLIED=1
 }
 
 # The bytes of version file $1 in _ce_raw: the cheap part of the key, taken
@@ -87,8 +103,7 @@ _cudaenv_default() {
         _ce_spec=system
         _ce_source=default
         if _cudaenv_resolve; then
-            _cudaenv_apply "$_ce_root"
-            _CUDAENV_APPLIED=1
+            _cudaenv_hook_apply "$_ce_root"
             return 0
         fi
     fi
@@ -121,6 +136,14 @@ _cudaenv_hook() {
     # The stores themselves (CUDAENV_SHARED_ROOTS too) are looked at when a
     # selection is made, not at every prompt: see the two checks below.
     key="$_ce_r|${CONDA_PREFIX-}|${CUDAENV_LD_LIBRARY_PATH-}|${CUDAENV_SHARED_ROOTS-}|"
+    # The user's own host compiler settings (activation.user_compiler reads the
+    # same): one named mid-shell takes the place of cudaenv's at the next prompt.
+    # What cudaenv exported itself (the value of CUDAENV_CCBIN) is not the user's.
+    key="${key}${CC-}|${CXX-}|${NVCC_PREPEND_FLAGS-}|${NVCC_APPEND_FLAGS-}|"
+    case "${CUDAHOSTCXX-}|${NVCC_CCBIN-}" in
+        "${CUDAENV_CCBIN-}|${CUDAENV_CCBIN-}") ;;
+        *) key="${key}${CUDAHOSTCXX-}|${NVCC_CCBIN-}|" ;;
+    esac
     _cudaenv_trim "${CUDAENV_VERSION-}"
     if [ -n "$_ce_trimmed" ]; then
         key="${key}env|$CUDAENV_VERSION"
@@ -170,8 +193,7 @@ _cudaenv_hook() {
         _cudaenv_restore
         return "$_CUDAENV_STATUS"
     fi
-    _cudaenv_apply "$_ce_root"
-    _CUDAENV_APPLIED=1
+    _cudaenv_hook_apply "$_ce_root"
 }
 
 # Has the release the last selection found missing (_CUDAENV_MISSING, a

@@ -400,6 +400,42 @@ def test_leaving_a_project_restores_ld_library_path(shell, world, users_own):
     assert lines == [before, f"LD={lib['13.0.2']}{tail}", f"LD={lib['12.8.1']}{tail}", before], lines
 
 
+SET_LD_OFF = {"bash": "export CUDAENV_LD_LIBRARY_PATH=0\n", "zsh": "export CUDAENV_LD_LIBRARY_PATH=0\n",
+              "fish": "set -gx CUDAENV_LD_LIBRARY_PATH 0\n"}
+SET_LD_ON = {"bash": "unset CUDAENV_LD_LIBRARY_PATH\n", "zsh": "unset CUDAENV_LD_LIBRARY_PATH\n",
+             "fish": "set -e CUDAENV_LD_LIBRARY_PATH\n"}
+
+
+@pytest.mark.parametrize("parent", [False, True], ids=["own-shell", "parent-shell-entry"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_turning_ld_library_path_off_mid_shell_takes_the_hooks_entry_away(shell, world, parent):
+    """`export CUDAENV_LD_LIBRARY_PATH=0` in a shell where the hook already put the toolkit's
+    lib64 first: at the next prompt that entry goes (it stayed, so numba-cuda and CuPy kept
+    loading from the toolkit the user had just said to leave out), the user's own entries
+    stay, and an entry a parent shell's hook exported comes back as on leaving a project.
+    Turning it on again puts the entry back."""
+    tmp, root, env, init = world
+    env.pop("CUDAENV_LD_LIBRARY_PATH", None)
+    users_own = "/opt/users-own-lib"
+    start = users_own
+    if parent:
+        parent_lib = str(root / "versions" / "12.8.1" / "lib64")
+        env["CUDAENV_LD_ENTRY"] = parent_lib
+        start = f"{parent_lib}:{users_own}"
+    env["LD_LIBRARY_PATH"] = start
+    show = LD_SHOW[shell]
+    p, _ = session(shell, world, f"cd {tmp}/p130\nprompt\n{show}{SET_LD_OFF[shell]}prompt\n{show}"
+                                 f"{SET_LD_ON[shell]}prompt\n{show}")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    lines = [line.split()[0] for line in p.stdout.splitlines() if line.startswith("LD=")]
+    lib = str(root / "versions" / "13.0.2" / "lib64")
+    on = f"LD={lib}:{users_own}"
+    assert lines == [on, f"LD={start}", on], lines
+    if shell != "fish":
+        entries = [line.split()[1] for line in p.stdout.splitlines() if line.startswith("LD=")]
+        assert entries[1] == (f"LDE={parent_lib}" if parent else "LDE=<unset>"), entries
+
+
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_parent_shells_toolkit_comes_back_after_a_project(shell, world):
     """A shell started from one where cudaenv applied a toolkit inherits its PATH entry: a

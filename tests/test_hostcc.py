@@ -241,6 +241,40 @@ def test_a_compiler_the_user_named_is_never_replaced(store118, extra, applies):
     assert sh == f"NVCC_CCBIN={expected}", (sh, extra)
 
 
+HOOK_SHELLS = (("bash", ["bash", "--norc", "--noprofile"], 'eval "$PROMPT_COMMAND"', "export {}={}", "unset {}"),
+               ("zsh", ["zsh", "-f"], "for f in $precmd_functions; do $f; done", "export {}={}", "unset {}"),
+               ("fish", ["fish", "--no-config"], "emit fish_prompt", "set -gx {} {}", "set -e {}"))
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("var,value", [("CXX", "/usr/bin/g++-12"), ("NVCC_CCBIN", "/usr/bin/g++-12"),
+                                       ("NVCC_PREPEND_FLAGS", "-ccbin=/usr/bin/g++-12")])
+@pytest.mark.parametrize("shell", [s[0] for s in HOOK_SHELLS])
+def test_a_compiler_the_user_names_mid_shell_wins_at_the_next_prompt(store118, shell, var, value):
+    """In a shell where the hook applied gcc 11 for 11.8, the user names a compiler of their own:
+    at the next prompt the hook takes its own away (before, its CUDAHOSTCXX and NVCC_CCBIN
+    stayed until the next cd, and CMake built with gcc 11 under the user's CXX). Taking the
+    user's setting away again brings cudaenv's choice back."""
+    _need_gcc11()
+    store_root, tk, env, proj = store118
+    _, exe, prompt, set_, unset = next(s for s in HOOK_SHELLS if s[0] == shell)
+    if not shutil.which(exe[0]):
+        pytest.skip(f"{shell} is not installed")
+    cc = (store_root / "host-compiler" / "11.8").read_text().splitlines()[1]
+    init = cudaenv(env, "init", "-", shell).stdout
+    show = 'echo "n=$NVCC_CCBIN h=$CUDAHOSTCXX ours=$CUDAENV_CCBIN"'
+    script = proj.parent / f"s.{shell}"
+    script.write_text(init + f"\ncd {proj}\n{prompt}\n{show}\n{set_.format(var, repr(value))}\n{prompt}\n{show}\n"
+                      f"{unset.format(var)}\n{prompt}\n{show}\n")
+    p = subprocess.run(exe + [str(script)], env=dict(env, PWD=str(proj.parent)), cwd=proj.parent,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", (p.stdout, p.stderr)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("n=")]
+    applied = f"n={cc} h={cc} ours={cc}"
+    users = f"n={value if var == 'NVCC_CCBIN' else ''} h= ours="
+    assert lines == [applied, users, applied], (shell, var, lines)
+
+
 @pytest.mark.network
 def test_a_refused_choice_of_the_user_is_said(store118):
     store_root, tk, env, proj = store118

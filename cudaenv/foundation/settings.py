@@ -64,7 +64,8 @@ _TABLE = (
             "colon-separated globs; `pip` stands for the target Python's nvidia wheels.", "discover"),
     Setting("CUDAENV_LD_LIBRARY_PATH", "", "`0`: the hook, the shims, `cudaenv exec`, `cudaenv env` and a bound "
             "venv leave LD_LIBRARY_PATH alone; otherwise they put the toolkit's lib64 first on it, so a library "
-            "search (cuda-pathfinder: numba-cuda, CuPy) finds the selection before /etc/ld.so.conf's toolkit.",
+            "search (cuda-pathfinder: numba-cuda, CuPy) finds the selection before /etc/ld.so.conf's toolkit. "
+            "Set to `0` in a shell whose hook already put one there, the entry goes at the next prompt.",
             "activation, hooks"),
     Setting("CUDAENV_HOST_COMPILER", "auto", "`auto`: when a toolkit's nvcc refuses the default host compiler, "
             "apply a compatible one found here (NVCC_CCBIN, CUDAHOSTCXX); `off`: never.", "hostcc, rehash"),
