@@ -77,21 +77,22 @@ _cudaenv_too_large() {
 # -p`), never on the caller's. Status 1 past the bound. Within it, a stamp
 # spares the next runs this process; it is written after the measure, in
 # directories of our own made private (umask 077). A size that cannot be
-# measured is status 0: the readers still count every byte.
+# measured is status 0: the readers still count every byte. The stamp goes at
+# _ce_stamp, the path _cudaenv_size_known derived (empty: the file gets none).
 _cudaenv_size_check() {
     local size dir="$_ce_r/@SIZE_STAMPS@"
     size=$(command -p wc -c <"$1" 2>/dev/null) || return 0
     _cudaenv_trim "$size"
     case $_ce_trimmed in '' | *[!0123456789]*) return 0 ;; esac
     [ ${#_ce_trimmed} -gt 15 ] || [ "$_ce_trimmed" -gt @MAX_BYTES@ ] && return 1
-    case $1 in */./* | */../* | *//* | */. | */..) return 0 ;; esac
+    [ -n "$_ce_stamp" ] || return 0
     # Nothing is made or written in a stamps directory that is not ours.
     { [ ! -e "$dir" ] && [ ! -h "$dir" ]; } || { [ -O "$dir" ] && [ ! -h "$dir" ]; } || return 0
-    if [ ! -d "$dir${1%/*}" ]; then
-        (umask 077 && command -p mkdir -p -- "$dir${1%/*}") 2>/dev/null || return 0
+    if [ ! -d "${_ce_stamp%/*}" ]; then
+        (umask 077 && command -p mkdir -p -- "${_ce_stamp%/*}") 2>/dev/null || return 0
     fi
-    [ -O "$dir" ] && [ -O "$dir${1%/*}" ] || return 0
-    : 2>/dev/null >"$dir$1" || :
+    [ -O "$dir" ] && [ -O "${_ce_stamp%/*}" ] || return 0
+    : 2>/dev/null >"$_ce_stamp" || :
     return 0
 }
 

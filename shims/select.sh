@@ -139,11 +139,14 @@ _cudaenv_read_version() {
 # file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@: a file changed since is
 # newer than its stamp and is measured again. A stamp only spares the measure;
 # the readers still count every byte, so a wrong one costs time, never a
-# different answer. A path with a . or .. component or a // gets none.
+# different answer. A path with a . or .. component or a // gets none. Sets
+# _ce_stamp, the stamp's path (empty for none), which _cudaenv_size_check writes.
 _cudaenv_size_known() {
     _cudaenv_root
+    _ce_stamp=
     case $1 in */./* | */../* | *//* | */. | */..) return 1 ;; esac
-    [ -O "$_ce_r/@SIZE_STAMPS@$1" ] && [ ! "$1" -nt "$_ce_r/@SIZE_STAMPS@$1" ]
+    _ce_stamp=$_ce_r/@SIZE_STAMPS@$1
+    [ -O "$_ce_stamp" ] && [ ! "$1" -nt "$_ce_stamp" ]
 }
 
 # The common version file, read in one pass on fd 9: comment lines, one valid
