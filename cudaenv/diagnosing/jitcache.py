@@ -18,9 +18,10 @@ is kept. `doctor`, `doctor --fix` and `cache clear --jit` all judge with `judge(
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,17 +227,90 @@ def current_usage(env=None, python: str | None = None) -> Usage:
     return usage_of(p, consumers.answers(p, env), env)
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_below(parent_fd: int, name: str) -> int:
+    """The directory `name` of `parent_fd`, opened without following a link."""
+    return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+
+
+def _remove_at(parent_fd: int, name: str) -> None:
+    """Remove `name` of the directory `parent_fd` and all below it, by descriptors: every step
+    is relative to the directory already open, and none follows a link (a link is unlinked,
+    never entered), so swapping any directory for a link mid-walk removes only the link.
+    Iterative: a hostile tree's depth costs descriptors one level at a time, not the stack."""
+    st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=parent_fd)
+        return
+    stack = [(parent_fd, name, _open_below(parent_fd, name))]
+    try:
+        while stack:
+            _, _, fd = stack[-1]
+            child = None
+            with os.scandir(fd) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            child = (fd, e.name, _open_below(fd, e.name))
+                            break
+                        os.unlink(e.name, dir_fd=fd)
+                    except OSError as err:
+                        if err.errno in (errno.ELOOP, errno.ENOTDIR):  # became a link or a file meanwhile
+                            os.unlink(e.name, dir_fd=fd)
+                        elif err.errno != errno.ENOENT:
+                            raise
+            if child is not None:
+                stack.append(child)
+                continue
+            pfd, pname, fd = stack.pop()
+            os.close(fd)
+            os.rmdir(pname, dir_fd=pfd)
+    finally:
+        for _, _, fd in stack:
+            os.close(fd)
+
+
 def remove(entry_path: str, env=None) -> bool:
-    """Remove one cache entry, only if it lies inside one of the cache roots."""
-    p = Path(entry_path)
-    inside = any(base in p.parents for _, base in roots(env))
-    if not inside:
-        return False
-    if p.is_symlink():
-        p.unlink()
+    """Remove one cache entry, only if it lies inside one of the cache roots.
+
+    The path's text is not trusted: the walk starts at the cache root (as configured) and
+    goes down one directory descriptor at a time with O_NOFOLLOW, so a component that
+    another user of a shared cache swapped for a link (between the scan, the prompt and
+    this call) stops the removal instead of leading it out of the cache."""
+    p = Path(os.path.abspath(entry_path))
+    for _, base in roots(env):
+        base = Path(os.path.abspath(base))
+        if base in p.parents:
+            parts = p.relative_to(base).parts
+            break
     else:
-        shutil.rmtree(p, ignore_errors=True)
-    return not p.exists()
+        return False
+    if not parts or any(part in (".", "..") for part in parts):
+        return False
+    try:
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        for part in parts[:-1]:
+            below = _open_below(fd, part)
+            os.close(fd)
+            fd = below
+        try:
+            _remove_at(fd, parts[-1])
+        except FileNotFoundError:
+            pass
+        try:
+            os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return True
+        return False
+    except OSError:
+        return False  # a link, or something else, where a cache directory was: nothing removed through it
+    finally:
+        os.close(fd)
 
 
 def clear_jit_caches(confirm=None, env=None, stale_only: bool = False, current_release: str | None = None,
@@ -245,12 +319,20 @@ def clear_jit_caches(confirm=None, env=None, stale_only: bool = False, current_r
 
     `confirm(prompt) -> bool` is asked once before anything is removed; None means yes.
     """
-    found = scan(usage if usage is not None else current_release, triton_ptxas_release, env)
-    targets = [e for e in found if e.stale or not stale_only]
+    def wanted() -> list[CacheEntry]:
+        found = scan(usage if usage is not None else current_release, triton_ptxas_release, env)
+        return [e for e in found if e.stale or not stale_only]
+
+    entries_now = wanted()
+    targets = [e.path for e in entries_now]
     if not targets:
         return []
     if confirm is not None:
-        kinds = sorted({e.kind for e in targets})
+        kinds = sorted({e.kind for e in entries_now})
         if not confirm(f"Remove {len(targets)} JIT cache entr{'y' if len(targets) == 1 else 'ies'} ({', '.join(kinds)})?"):
             return []
-    return [e.path for e in targets if remove(e.path, env)]
+        # The prompt may have waited a long time: remove only what is still there and still
+        # to go (remove() itself refuses any path that now leads through a link).
+        now = {e.path for e in wanted()}
+        targets = [t for t in targets if t in now]
+    return [t for t in targets if remove(t, env)]
