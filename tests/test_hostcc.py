@@ -468,7 +468,7 @@ def test_install_118_without_gcc11_warns_and_doctor_says_what_to_install(tmp_pat
 
 
 def test_versioned_compilers_are_looked_for_only_in_absolute_directories(tmp_path, monkeypatch):
-    """A relative PATH entry (".") would make rehash run whatever the current directory holds."""
+    """A relative directory (".") would make rehash run whatever the current directory holds."""
     from cudaenv.selecting import hostcc
 
     planted = tmp_path / "g++-99"
@@ -479,8 +479,149 @@ def test_versioned_compilers_are_looked_for_only_in_absolute_directories(tmp_pat
     (real / "g++-98").write_text("#!/bin/sh\n")
     (real / "g++-98").chmod(0o755)
     monkeypatch.chdir(tmp_path)
-    env = {"PATH": f".:{real}", "CUDAENV_HOST_COMPILER_SEARCH": "relative/dir"}
+    env = {"PATH": f".:{real}", "CUDAENV_HOST_COMPILER_SEARCH": f".:relative/dir::{real}"}
     assert hostcc.candidate_paths(env) == [str(real / "g++-98")]
+
+
+# --- where a compiler may come from: absolute PATH entries for the default, the system's own
+# directories (CUDAENV_HOST_COMPILER_SEARCH), owned and written by nobody else, for a choice --------
+
+# A toolkit whose nvcc component the table lacks (11.6.99): its rules come from its own header,
+# through `cpp` on PATH. The header's check is nvcc's: gcc later than 11 is refused.
+HEADER_11 = b"""#if defined(__GNUC__)
+#if __GNUC__ > 11
+#error -- unsupported GNU version! gcc versions later than 11 are not supported!
+#endif
+#endif
+"""
+
+# Every name a relative or empty PATH entry could lend a compiler lookup; each leaves a marker.
+PLANTED_NAMES = ("gcc", "cc", "cpp", "g++", "c++", "clang", "g++-99", "clang++-99")
+
+
+def _toolkit_116(store_root: Path, tmp_path: Path) -> Path:
+    header = tmp_path / "host_config.h"
+    header.write_bytes(HEADER_11)
+    return toolkit_with_header(store_root, "11.6.2", header)
+
+
+def _planted(d: Path, marker: Path) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    for name in PLANTED_NAMES:
+        (d / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\nexit 1\n")
+        (d / name).chmod(0o755)
+
+
+def test_relative_and_empty_path_entries_never_lend_the_host_compiler(tmp_path):
+    """A cloned repository holding gcc, cpp and g++-N in its top and its bin/: with PATH's
+    relative (`bin`, `.`) and empty entries first, rehash, local, env and doctor run in it run
+    none of them, and the choice is still /usr/bin's g++-11."""
+    _need_gcc11()
+    if gcc_major() <= 11:
+        pytest.skip(f"this machine's gcc is {gcc_major()}, which the header's bound 11 accepts")
+    store_root = tmp_path / "root"
+    tk = _toolkit_116(store_root, tmp_path)
+    repo = tmp_path / "repo"
+    marker = tmp_path / "ran"
+    _planted(repo, marker)
+    _planted(repo / "bin", marker)
+    env = host_env(store_root)
+    env["PATH"] = f":bin:.::/usr/local/bin:/usr/bin:/bin:{CLI_DIR}:"
+    r = cudaenv(env, "rehash", cwd=repo)
+    assert r.returncode == 0, r.stderr
+    assert (store_root / "host-compiler" / "11.6").read_text() == f"{tk}\n{GCC11}\n"
+    assert cudaenv(env, "local", "11.6", cwd=repo).returncode == 0
+    assert cudaenv(env, "env", cwd=repo).returncode == 0
+    d = cudaenv(env, "doctor", "--json", cwd=repo)
+    finding = next(c for c in json.loads(d.stdout)["checks"] if c["id"] == "host-compiler")
+    assert "gcc up to 11.x" in json.dumps(finding), finding
+    assert not marker.exists(), marker.read_text()
+
+
+def _claims_119(path: Path, marker: Path) -> None:
+    """A real compiler (Debian's g++-11) that says it is 11.9, as gcc says it: --version,
+    -dumpfullversion and its predefined macros. Every run of it leaves a line in `marker`."""
+    path.write_text(f"""#!/bin/sh
+echo "$0 $*" >> {marker}
+case "$1" in
+--version) echo "g++-99 (Debian 11.9.0-1) 11.9.0"; exit 0 ;;
+-dumpfullversion) echo 11.9.0; exit 0 ;;
+-dumpversion) echo 11; exit 0 ;;
+esac
+exec {GCC11} -U__GNUC_MINOR__ -D__GNUC_MINOR__=9 "$@"
+""")
+    path.chmod(0o755)
+
+
+def test_a_compiler_planted_on_path_is_never_chosen_store_wide(tmp_path):
+    """A project's bin/ on PATH (direnv's PATH_add) holds a g++-99 that is gcc 11.9 by every
+    answer it gives, newer than /usr/bin/g++-11; the user's CXX names it too. rehash and local
+    choose /usr/bin/g++-11 and never run the planted one; the choice every later nvcc of the
+    store runs names no file of the project."""
+    _need_gcc11()
+    if gcc_major() <= 11:
+        pytest.skip(f"this machine's gcc is {gcc_major()}, which the header's bound 11 accepts")
+    marker = tmp_path / "ran"
+    proj = tmp_path / "proj"
+    (proj / "bin").mkdir(parents=True)
+    planted = proj / "bin" / "g++-99"
+    _claims_119(planted, marker)
+    assert subprocess.run([str(planted), "-dumpfullversion"], capture_output=True, text=True).stdout == "11.9.0\n"
+    marker.unlink()
+    store_root = tmp_path / "root"
+    tk = _toolkit_116(store_root, tmp_path)
+    env = host_env(store_root, CXX=str(planted), CUDAHOSTCXX=str(planted))
+    env["PATH"] = f"{proj / 'bin'}:/usr/local/bin:/usr/bin:/bin:{CLI_DIR}"
+    assert cudaenv(env, "rehash", cwd=proj).returncode == 0
+    assert cudaenv(env, "local", "11.6", cwd=proj).returncode == 0
+    chosen = (store_root / "host-compiler" / "11.6").read_text()
+    assert chosen == f"{tk}\n{GCC11}\n"
+    assert str(proj) not in (store_root / "host-compiler" / ".by-root.json").read_text()
+    assert not marker.exists(), marker.read_text()
+    # The user's own CXX stays theirs in their own shell: cudaenv applies nothing over it.
+    out = json.loads(cudaenv(env, "env", "--format", "json", cwd=proj).stdout)
+    assert "NVCC_CCBIN" not in out and "CUDAHOSTCXX" not in out, out
+
+
+@pytest.mark.parametrize("how", ["dir-0777", "dir-of-nobody", "file-0666", "link-in-0777-dir"])
+def test_a_compiler_others_can_change_is_never_chosen(tmp_path, how):
+    """CUDAENV_HOST_COMPILER_SEARCH names a directory; a compiler there that another user could
+    replace (its directory or the file writable by others, or another user's) is not a candidate,
+    and the next one is chosen. Another user is uid 65534 (nobody), with a real chown."""
+    _need_gcc11()
+    if gcc_major() <= 11:
+        pytest.skip(f"this machine's gcc is {gcc_major()}, which the header's bound 11 accepts")
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    marker = tmp_path / "ran"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    if how == "link-in-0777-dir":
+        good = tmp_path / "good"
+        good.mkdir()
+        _claims_119(good / "g++-99", marker)
+        os.symlink(good / "g++-99", shared / "g++-99")
+    else:
+        _claims_119(shared / "g++-99", marker)
+    if how in ("dir-0777", "link-in-0777-dir"):
+        shared.chmod(0o777)
+    elif how == "dir-of-nobody":
+        os.chown(shared, 65534, 65534)
+    else:
+        (shared / "g++-99").chmod(0o777)
+    store_root = tmp_path / "root"
+    tk = _toolkit_116(store_root, tmp_path)
+    env = host_env(store_root, CUDAENV_HOST_COMPILER_SEARCH=f"{shared}:/usr/bin")
+    assert cudaenv(env, "rehash").returncode == 0
+    assert (store_root / "host-compiler" / "11.6").read_text() == f"{tk}\n{GCC11}\n"
+    assert not marker.exists(), marker.read_text()
+    # Made safe, the same compiler is the newest accepted one and is chosen.
+    shared.chmod(0o755)
+    os.chown(shared, 0, 0)
+    os.chmod(shared / "g++-99", 0o755)
+    assert cudaenv(env, "rehash").returncode == 0
+    assert (store_root / "host-compiler" / "11.6").read_text() == f"{tk}\n{shared / 'g++-99'}\n"
 
 
 TORCH_WHEELS = sorted(Path("/opt/wheels").glob("torch-*.whl")) if Path("/opt/wheels").is_dir() else []
@@ -505,8 +646,9 @@ def test_torch_cpp_extension_leaves_nvcc_its_default_unless_cc_is_set():
 
 @pytest.mark.network
 def test_local_chooses_again_for_a_compiler_installed_since_the_last_rehash(tmp_path):
-    """The rehash saw no compatible compiler (only gcc 12 here); g++-11 appears (PATH gains it) and
-    `cudaenv local 11.8` stores the choice at once, for the hook to apply."""
+    """The rehash saw no compatible compiler (only gcc 12 here); g++-11 appears (in a directory
+    CUDAENV_HOST_COMPILER_SEARCH names) and `cudaenv local 11.8` stores the choice at once, for the
+    hook to apply."""
     _need_gcc11()
     if gcc_major() <= 11:
         pytest.skip(f"this machine's gcc is {gcc_major()}, which 11.8 accepts")
@@ -516,7 +658,7 @@ def test_local_chooses_again_for_a_compiler_installed_since_the_last_rehash(tmp_
         os.symlink(shutil.which(name), bindir / name)
     store_root = tmp_path / "root"
     toolkit_with_header(store_root, "11.8.0", nvidia_headers.header("11.8.89"))
-    env = host_env(store_root, CUDAENV_HOST_COMPILER_SEARCH=str(tmp_path / "none"))
+    env = host_env(store_root, CUDAENV_HOST_COMPILER_SEARCH=str(bindir))
     env["PATH"] = f"{bindir}:{CLI_DIR}"
     assert cudaenv(env, "rehash").returncode == 0
     assert not (store_root / "host-compiler" / "11.8").exists()

@@ -71,7 +71,8 @@ _TABLE = (
             "apply a compatible one found here (NVCC_CCBIN, CUDAHOSTCXX); `off`: never.", "hostcc, rehash"),
     Setting("CUDAENV_HOST_COMPILER_SEARCH", "/usr/local/bin:/usr/bin:/usr/lib/gcc:/usr/lib64/gcc:/opt/rh",
             "Where to look for versioned host compilers (g++-N, clang++-N; the gcc versions under a */gcc "
-            "directory; gcc-toolset-N under /opt/rh), besides PATH.", "hostcc"),
+            "directory; gcc-toolset-N under /opt/rh); PATH is not searched, and a compiler that others than root or "
+            "you can change is skipped.", "hostcc"),
     Setting("CUDAENV_CCBIN", "", "Set by the hook, the shims and `cudaenv exec`: the host compiler cudaenv "
             "applied, so it is told apart from the user's own.", "activation, hooks"),
     Setting("CUDAENV_DEBUG", "", "`1`: an internal error prints its traceback (the default in a git "

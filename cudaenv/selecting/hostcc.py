@@ -9,11 +9,15 @@ compiler preprocesses the toolkit's own header. A toolkit without the header
 (a partial install) is judged by data/host_compilers.json, the same header's
 logic read from NVIDIA's wheels (scripts/gen_host_compilers.py).
 
-The default compiler is what nvcc runs without -ccbin: `gcc` on PATH. When the
-toolkit refuses it, the newest accepted compiler among the versioned drivers
-on this machine (g++-N, clang++-N on PATH and in /usr/bin, the gcc versions
-under /usr/lib/gcc, RHEL's gcc-toolset-N) is chosen, the default's family
-first. The choice is made at rehash time and stored (`write_choices`) where
+The default compiler is what nvcc runs without -ccbin: `gcc` on PATH (its
+absolute entries, programs.which). When the toolkit refuses it, the newest
+accepted compiler among the versioned drivers in the system's directories
+(CUDAENV_HOST_COMPILER_SEARCH: g++-N, clang++-N in /usr/local/bin and /usr/bin,
+the gcc versions under /usr/lib/gcc, RHEL's gcc-toolset-N; never PATH, whose
+project directories are not the machine's) is chosen, the default's family
+first, and only one that it and every directory above it belong to root or
+this user and nobody else may write (ownership.owner_problem): the choice is
+written store-wide, for every later nvcc from any directory. The choice is made at rehash time and stored (`write_choices`) where
 the shims and hooks read it with one `test` (select.sh, _cudaenv_host_compiler);
 activation.py applies it as NVCC_CCBIN (nvcc's own default for -ccbin, below
 any -ccbin on a command line, so CMake's and torch's win) and CUDAHOSTCXX
@@ -28,14 +32,13 @@ import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from . import hostcc_rules
-from ..foundation import settings, store
+from ..foundation import ownership, programs, settings, store
 
 HEADER = Path("include") / "crt" / "host_config.h"
 _VERSIONED = re.compile(r"^(?:[a-z0-9_]+-linux-gnu-)?(g\+\+|clang\+\+)-(\d+(?:\.\d+)?)$")
@@ -100,13 +103,16 @@ def identify(path: str) -> Compiler | None:
 
 
 def which(name: str, env) -> str | None:
-    found = shutil.which(name, path=env.get("PATH", os.defpath))
+    """`name` on env's PATH, absolute entries only (programs.which: a relative or empty entry
+    would run the working directory's gcc); an absolute path."""
+    found = programs.which(name, env)
     return os.path.abspath(found) if found else None
 
 
-def toolkit_rules(root: Path) -> tuple[str | None, dict | None]:
+def toolkit_rules(root: Path, env=None) -> tuple[str | None, dict | None]:
     """(nvcc component, rules) of the toolkit at root: from the data by its nvcc component,
-    else from its own header (needs a preprocessor); (component, None) when neither is known."""
+    else from its own header (needs a preprocessor, `cpp` on PATH's absolute entries);
+    (component, None) when neither is known."""
     comp = hostcc_rules.nvcc_component(Path(root))
     from ..data import load
 
@@ -114,7 +120,7 @@ def toolkit_rules(root: Path) -> tuple[str | None, dict | None]:
     if comp in table:
         return comp, table[comp]["rules"]
     header = Path(root) / HEADER
-    cpp = shutil.which("cpp")
+    cpp = which("cpp", os.environ if env is None else env)
     if header.is_file() and cpp:
         try:
             return comp, hostcc_rules.evaluate_header(store.read_small(header), cpp=cpp)
@@ -152,19 +158,28 @@ def refusal(compiler: Compiler, root: Path, rules: dict | None = None) -> str | 
             f"{hostcc_rules.describe(rules[compiler.family], compiler.family)}")
 
 
+def untrusted(path: str) -> str | None:
+    """Why the compiler at `path` may not be chosen store-wide, or None: the directory it is
+    named in and the file it leads to, with every directory above each, must belong to root
+    or this user and be writable by nobody else (ownership.owner_problem)."""
+    return ownership.owner_problem(os.path.dirname(os.path.abspath(path))) or ownership.owner_problem(path)
+
+
 def candidate_paths(env) -> list[str]:
-    """Versioned C++ drivers on this machine: g++-N and clang++-N on PATH and in the
+    """Versioned C++ drivers on this machine: g++-N and clang++-N in the
     CUDAENV_HOST_COMPILER_SEARCH directories, the driver of each gcc version under a
-    .../gcc/<triplet>/<N> directory there, and RHEL's gcc-toolset-N under /opt/rh."""
+    .../gcc/<triplet>/<N> directory there, and RHEL's gcc-toolset-N under /opt/rh.
+    PATH is not searched: a project's bin/ on it (direnv's PATH_add) would otherwise have
+    its g++-99 chosen for every later nvcc of this store, from any directory. Only compilers
+    that nobody but root or this user can change (`untrusted`) are candidates."""
     search = [d for d in settings.get("CUDAENV_HOST_COMPILER_SEARCH", env).split(":") if d]
-    # Only absolute directories: a relative PATH entry (".") would run whatever the current
+    # Only absolute directories: a relative one (".") would run whatever the current
     # directory holds under a compiler's name, at every rehash.
-    dirs = [d for d in env.get("PATH", "").split(":") if os.path.isabs(d)]
-    dirs += [d for d in search if os.path.isabs(d) and not d.endswith(("/gcc", "/rh"))]
+    dirs = [d for d in search if os.path.isabs(d) and not d.endswith(("/gcc", "/rh"))]
     found: dict[str, str] = {}
 
     def add(path: str) -> None:
-        if os.path.isfile(path) and os.access(path, os.X_OK):
+        if os.path.isfile(path) and os.access(path, os.X_OK) and untrusted(path) is None:
             real = os.path.realpath(path)
             # One entry per compiler, under its shortest name (g++-11, not x86_64-linux-gnu-g++-11).
             if real not in found or len(os.path.basename(path)) < len(os.path.basename(found[real])):
@@ -201,7 +216,7 @@ def choose(root: Path, env=None, rules: dict | None = None, look_around: bool = 
     candidates are only looked at when needed, or with look_around, as doctor does)."""
     env = os.environ if env is None else env
     if rules is None:
-        rules = toolkit_rules(root)[1]
+        rules = toolkit_rules(root, env)[1]
     gcc = which("gcc", env) or which("cc", env)
     default = identify(gcc) if gcc else None
     why = refusal(default, root, rules) if default else None
