@@ -8,6 +8,8 @@ import pytest
 # Test helpers (toolkits.py, sandbox.py, selection_cases.py) import as top-level modules.
 sys.path.insert(0, str(Path(__file__).parent))
 
+from rooms import ROOM_OF, ROOMS  # noqa: E402  (found through the line above)
+
 # A suite started in the background by a shell without job control (`cmd &` in a script, a
 # nohup'd CI run) inherits SIGINT ignored, Python keeps it so, and every command a test starts
 # would too: the tests that press Ctrl-C at an install would wait for an install that cannot
@@ -43,6 +45,19 @@ def hermetic_home(tmp_path_factory, monkeypatch):
 
 _PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pip")
+
+
+def pytest_configure(config):
+    for room in ROOMS:
+        config.addinivalue_line("markers", f"{room}: covers the {room} room (tests/rooms.py)")
+
+
+def pytest_collection_modifyitems(items):
+    """Mark each test with its file's room, so `pytest -m <room>` runs one room's tests."""
+    for item in items:
+        room = ROOM_OF.get(Path(str(item.fspath)).stem)
+        if room:
+            item.add_marker(room)
 
 
 def pytest_terminal_summary(terminalreporter):
