@@ -493,6 +493,65 @@ def test_action_script_rejects_bad_input(box, inputs, message):
     assert github_file(genv, "OUTPUT") == "" and github_file(genv, "ENV") == ""
 
 
+def plant_python_hooks(where: Path, marker: Path) -> None:
+    """Every file a Python started in `where` (or with `where` on PYTHONPATH) could import or run
+    unasked: each, if it runs, creates `marker` naming itself."""
+    def code(name):
+        return f"import pathlib; pathlib.Path({str(marker)!r}).mkdir(exist_ok=True); " \
+               f"pathlib.Path({str(marker)!r}, {name!r}).touch()\n"
+    for name in ("json.py", "sitecustomize.py", "usercustomize.py"):
+        (where / name).write_text(code(name))
+    for pkg in ("cudaenv", "pip"):
+        (where / pkg).mkdir(exist_ok=True)
+        for f in ("__init__.py", "__main__.py"):
+            (where / pkg / f).write_text(code(f"{pkg}/{f}"))
+    (where / "zz-hook.pth").write_text(code("zz-hook.pth").replace("\n", "") + "\n")
+
+
+def test_action_runs_nothing_of_the_checkout(box, tmp_path):
+    # A repository's json.py, cudaenv/, sitecustomize.py and .pth, in the working directory and on
+    # PYTHONPATH (a workflow's `PYTHONPATH: .`), with PYTHONSTARTUP too: the Action's Pythons are
+    # isolated and run from a directory of their own, so none of it runs, and the plan and the
+    # install still work.
+    env, root, proj, tmp = box
+    (proj / ".cuda-version").write_text("13.0\n")
+    marker = tmp_path / "PWNED"
+    elsewhere = tmp_path / "on-pythonpath"
+    elsewhere.mkdir()
+    plant_python_hooks(proj, marker)
+    plant_python_hooks(elsewhere, marker)
+    genv = action_env(env, tmp, profile="minimal", source="redist")
+    genv.update(PYTHONPATH=f"{elsewhere}:{proj}:.", PYTHONSTARTUP=str(proj / "json.py"),
+                INPUT_WORKING_DIRECTORY=str(proj))
+    r = run_action("plan", genv, proj)
+    assert r.returncode == 0, r.stderr
+    assert outputs(genv)["release"] == "13.0.2"
+    r = run_action("install", action_env(genv, tmp, version=outputs(genv)["version"]), proj)
+    assert r.returncode == 0, r.stderr
+    assert outputs(genv)["cuda-home"] == str(root / "versions" / "13.0.2")
+    assert not marker.exists(), sorted(p.name for p in marker.iterdir())
+    # A relative working-directory is the checkout's, as before; one that is not there is one line.
+    genv["INPUT_WORKING_DIRECTORY"] = "no-such-dir"
+    r = run_action("plan", genv, proj)
+    assert r.returncode != 0 and r.stderr.strip() == "setup-cuda: working-directory 'no-such-dir' is not a directory"
+    assert not marker.exists()
+
+
+def test_action_installs_cudaenv_isolated_and_outside_the_checkout():
+    # The step that installs cudaenv: an isolated pip, started from an empty directory of its own.
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    step = next(s for s in action["runs"]["steps"] if s.get("name") == "Install cudaenv")
+    lines = step["run"].split("\n")
+    assert "python3 -I -m pip install --quiet \"$CUDAENV_ACTION_PATH\"" in lines
+    assert lines.index('cd "$d"') < lines.index("python3 -I -m pip install --quiet \"$CUDAENV_ACTION_PATH\"")
+    assert step["env"] == {"CUDAENV_ACTION_PATH": "${{ github.action_path }}"}
+    # Every Python the script starts is isolated: no bare python3 and no console script.
+    script = ACTION_SCRIPT.read_text()
+    calls = [l for l in script.splitlines() if not l.lstrip().startswith("#")]
+    assert [l for l in calls if re.search(r"\bpython3\b", l)] == [
+        'py() { python3 -I "$@"; }', 'cudaenv() { python3 -I -m cudaenv "$@"; }']
+
+
 # --- systemd ----------------------------------------------------------------------------------
 
 def _systemd_unquote(value: str) -> dict:

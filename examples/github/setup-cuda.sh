@@ -11,6 +11,12 @@
 # Inputs (environment): INPUT_VERSION (empty: what .cuda-version selects in
 # INPUT_WORKING_DIRECTORY), INPUT_PROFILE (minimal|build|full), INPUT_SOURCE
 # (auto|redist|apt|pypi). cudaenv's own variables (CUDAENV_REDIST_URL, ...) pass through.
+#
+# The checkout is data, never code: every Python here is isolated (-I: no script
+# directory or current directory on sys.path, no PYTHON* variables, no user site),
+# cudaenv itself runs as `python3 -I -m cudaenv` (its console script would honour
+# PYTHONPATH), and all of it runs from a private empty directory, so a json.py,
+# cudaenv/__init__.py, sitecustomize.py or .pth in the repository runs nothing.
 set -euo pipefail
 
 die() { printf 'setup-cuda: %s\n' "$*" >&2; exit 1; }
@@ -20,20 +26,30 @@ mode=${1:-}
 version=${INPUT_VERSION:-}
 profile=${INPUT_PROFILE:-minimal}
 source=${INPUT_SOURCE:-auto}
-cd "${INPUT_WORKING_DIRECTORY:-.}"
 
 case $profile in minimal|build|full) ;; *) die "invalid profile '$profile': allowed are minimal, build, full";; esac
 case $source in auto|redist|apt|pypi) ;; *) die "invalid source '$source': allowed are auto, redist, apt, pypi";; esac
 
+# Where .cuda-version is looked for, as an absolute path; the scripts run elsewhere.
+workdir=$(CDPATH='' cd -- "${INPUT_WORKING_DIRECTORY:-.}" 2>/dev/null && pwd) ||
+    die "working-directory '${INPUT_WORKING_DIRECTORY:-.}' is not a directory"
+scratch=$(mktemp -d)
+trap 'rm -rf -- "$scratch"' EXIT
+cd "$scratch"
+
+py() { python3 -I "$@"; }
+cudaenv() { python3 -I -m cudaenv "$@"; }
+
 # The spec to install: the input, else what selects a toolkit here (CUDAENV_VERSION,
 # .cuda-version up the tree, the global file). cudaenv's parser validates it
 # either way before it is used anywhere.
-version=$(python3 - "$version" <<'PY'
+version=$(py - "$version" "$workdir" <<'PY'
 import sys
+from pathlib import Path
 from cudaenv.selecting import selection
 from cudaenv.foundation.versions import InvalidVersion, parse_spec
 try:
-    spec = parse_spec(sys.argv[1].strip()) if sys.argv[1] else selection.select().spec
+    spec = parse_spec(sys.argv[1].strip()) if sys.argv[1] else selection.select(Path(sys.argv[2])).spec
 except (InvalidVersion, selection.SelectionError) as e:
     sys.exit(f"setup-cuda: {e}")
 if spec.is_system:
@@ -47,13 +63,13 @@ case $mode in
 plan)
     # Key the cache by the exact release the source offers for the spec, so a new
     # 13.0.x makes a new cache instead of restoring one that only half helps.
-    release=$(cudaenv install --list --json --source "$source" | python3 -c '
+    release=$(cudaenv install --list --json --source "$source" | py -c '
 import json, sys
 from cudaenv.foundation.versions import Release, newest_match, parse_spec
 offered = {Release.parse(r) for rels in json.load(sys.stdin)["releases"].values() for r in rels}
 print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
 ' "$version")
-    cache_dir=$(python3 -c 'from cudaenv.foundation import store; print(store.cache_dir())')
+    cache_dir=$(py -c 'from cudaenv.foundation import store; print(store.cache_dir())')
     {
         echo "version=$version"
         echo "release=$release"
@@ -69,7 +85,7 @@ print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
 install)
     # --keep-cache: the archives stay in the download cache for actions/cache to save.
     summary=$(cudaenv install --keep-cache --quiet --json --source "$source" --profile "$profile" "$version")
-    python3 - "$summary" <<'PY'
+    py - "$summary" <<'PY'
 import json, os, sys
 from cudaenv.selecting.activation import toolkit_env
 done = json.loads(sys.argv[1])
