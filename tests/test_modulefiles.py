@@ -241,3 +241,70 @@ def test_host_compiler_rehash_chose_is_loaded_and_unloaded(site, fmt):
     assert os.path.realpath(cc) == os.path.realpath(gcc11)
     assert f"a={cc}|{cc}" in r.stdout, r.stdout + r.stderr
     assert "b=unset" in r.stdout and "c=unset" in r.stdout and "d=unset" in r.stdout, r.stdout + r.stderr
+
+
+# -- the directories written into: nobody else's, whatever the umask ------------------------------
+
+def _cli_with_umask(site, mask: int, *args):
+    """The real CLI under a real umask (set by the shell that starts it)."""
+    return subprocess.run(["sh", "-c", f'umask {mask:03o}; exec "$0" -m cudaenv "$@"', sys.executable, *args],
+                          capture_output=True, text=True, env=site.env, cwd=site.tmp)
+
+
+def _writable_by_others(top: Path) -> list[str]:
+    found = []
+    for d, dirs, files in os.walk(top):
+        for p in [d] + [os.path.join(d, n) for n in files]:
+            if os.lstat(p).st_mode & 0o022:
+                found.append(f"{p} {oct(os.lstat(p).st_mode)}")
+    return found
+
+
+@pytest.mark.parametrize("mask", [0o000, 0o002])
+@pytest.mark.parametrize("fmt", ["lmod", "tcl"])
+def test_modulefiles_are_written_with_modes_the_umask_cannot_open(site, mask, fmt):
+    """Under umask 000 or 002 the tree cudaenv makes (DIR, its missing parents, cuda/, every
+    file) is writable by its owner alone."""
+    top = site.tmp / "made" / "by" / "us"
+    r = _cli_with_umask(site, mask, "modulefiles", str(top), "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    assert (top / "cuda" / ("13.0.2.lua" if fmt == "lmod" else "13.0.2")).is_file()
+    assert _writable_by_others(site.tmp / "made") == []
+
+
+@pytest.mark.parametrize("case", ["cuda-of-nobody-in-sticky", "cuda-0777", "dir-0777", "parent-of-nobody"])
+def test_modulefiles_are_never_written_into_a_directory_others_can_write(site, case):
+    """Another user (nobody, a real chown) made an 0777 cuda/ in a sticky world-writable directory,
+    or the directory is writable by others: one line naming it, exit 1, nothing written there."""
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    sticky = site.tmp / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    top = sticky / "mf"
+    top.mkdir()
+    cuda = top / "cuda"
+    if case == "cuda-of-nobody-in-sticky":
+        top.chmod(0o1777)
+        cuda.mkdir()
+        os.chown(cuda, 65534, 65534)
+        cuda.chmod(0o777)
+        bad = f"{cuda} belongs to uid 65534"
+    elif case == "cuda-0777":
+        cuda.mkdir()
+        cuda.chmod(0o777)
+        bad = f"{cuda} is writable by others (mode 0777)"
+    elif case == "dir-0777":
+        top.chmod(0o777)
+        bad = f"{top} is writable by others (mode 0777)"
+    else:
+        os.chown(top, 65534, 65534)
+        bad = f"{top} belongs to uid 65534"
+    r = site.cli("modulefiles", str(top), check=False)
+    assert r.returncode == 1 and r.stdout == "", r.stdout
+    assert r.stderr == (f"cudaenv: refusing to write modulefiles into {cuda}: {bad}; it and every directory above "
+                        "it must belong to you or root and be writable only by their owner\n")
+    if case.startswith("cuda-"):
+        assert list(cuda.iterdir()) == []
+    else:
+        assert not cuda.exists()  # nothing is made where it would be refused

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..selecting import activation
-from ..foundation import quoting
+from ..foundation import ownership, quoting
 from ..foundation.errors import InputError
 from ..foundation.versions import InvalidVersion, Release, parse_spec
 
@@ -284,7 +284,17 @@ def generate(directory, fmt: str = "lmod", env=None, found=None) -> Result:
     wanted[RC_NAMES[fmt]] = render_rc(fmt, aliases(items), default)
     written, removed = [], []
     try:
-        family_dir.mkdir(parents=True, exist_ok=True)
+        # Made 0755 whatever the umask; one that exists is used only when nobody but root or
+        # this user can write it or any directory above it (the shared stores' rule): another
+        # user's cuda/ in a sticky directory would otherwise get our files, and they theirs.
+        # Judged before anything is made (a path not there yet, by what is above it), and again after.
+        why = ownership.owner_problem(family_dir)
+        if why is None:
+            ownership.make_dirs(family_dir)
+            why = ownership.owner_problem(family_dir)
+        if why:
+            raise ModulefileError(f"refusing to write modulefiles into {family_dir}: {why}; it and every directory "
+                                  "above it must belong to you or root and be writable only by their owner")
         for name, text in wanted.items():
             path = family_dir / name
             if not (path.is_file() and path.read_text(errors="replace") == text):

@@ -10,7 +10,14 @@ group, named after them, as Debian and Red Hat make one for every user, whose
 umask 002 leaves new directories group-writable). The cache
 (cachetrust.py), the cache key, and each CUDAENV_SHARED_ROOTS store
 (shared_roots.py, and _cudaenv_untrusted_shared in shims/select-rare.sh and
-hook.fish, held to the same table of cases) are judged by it.
+hook.fish, held to the same table of cases) are judged by it, and so are the
+user's own store (store.check_private) and every directory modulefiles are
+written into.
+
+What cudaenv creates it creates through `make_dirs` (directories 0755) and
+store.write_atomic (files 0644 or as asked): modes a umask can only tighten,
+so a umask of 002 with a shared primary group, or 000, never makes a store,
+cache or modulefile tree that others can write.
 """
 
 from __future__ import annotations
@@ -18,6 +25,32 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+
+
+# A directory cudaenv creates: a umask takes bits away from it, never adds them.
+DIR_MODE = 0o755
+
+
+def make_dirs(path: Path | str, mode: int = DIR_MODE) -> Path:
+    """Create `path` and every missing directory above it with `mode` (Path.mkdir's parents
+    get 0777 less the umask: group- or world-writable under umask 002 or 000). A directory
+    that exists is left as it is: who may write it is owner_problem's question. Returns
+    `path` as a Path; OSError as os.mkdir raises it (FileExistsError for a file there)."""
+    target = Path(path)
+    missing = []
+    p = target
+    while not p.is_dir():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, mode)
+        except FileExistsError:
+            if not d.is_dir():
+                raise
+    return target
 
 
 def mode_text(st: os.stat_result) -> str:
