@@ -399,7 +399,10 @@ def save_plan(plan, extra) -> None:
     data["extra"] = sorted(extra)
     data = cachetrust.seal("plan", data)
     try:
-        store.write_atomic(_plan_file(plan.source, plan.release, plan.profile, extra), json.dumps(data, indent=1) + "\n")
+        # The archives' URLs are the mirror's as configured, credentials and signed query
+        # included (the download needs them): readable by this user alone.
+        store.write_atomic(_plan_file(plan.source, plan.release, plan.profile, extra),
+                           json.dumps(data, indent=1) + "\n", mode=0o600)
     except OSError:
         pass  # a plan cache that cannot be written costs the next install a network round trip
 

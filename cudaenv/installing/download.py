@@ -43,7 +43,7 @@ from pathlib import Path
 from ..foundation import diskspace, parallel, safeopen, settings, store
 from .cache import archives_root
 from ..foundation.progress import Progress, human_bytes, quiet
-from .sources.base import Artifact, SourceError, Unreachable
+from .sources.base import Artifact, SourceError, Unreachable, host_of
 
 CHUNK = 1 << 20
 # Network reads are smaller: a chunk cut short by a dropped connection is lost,
@@ -248,7 +248,8 @@ def session():
 
 
 def _host(url: str) -> str:
-    return urllib.parse.urlsplit(url).netloc or url
+    """host[:port], never the userinfo a mirror's URL may carry (base.redact)."""
+    return host_of(url)
 
 
 def _is_connect_failure(exc) -> bool:

@@ -44,7 +44,7 @@ from ..foundation.errors import (
 )
 from ..foundation.progress import Progress, human_bytes, quiet
 from .sources import registry
-from .sources.base import Plan, SourceError, SourceUnavailable, UnknownComponent, UnknownRelease
+from .sources.base import Plan, SourceError, SourceUnavailable, UnknownComponent, UnknownRelease, redact
 from ..foundation.versions import InvalidVersion, Release, Spec, newest_match, parse_spec
 
 EXIT_OK = EX_OK
@@ -365,7 +365,7 @@ def _unpack_all(items, fresh: bool, progress: Progress) -> dict[str, Path]:
             tree, extracted = cache.unpack(item, cancel, fresh=fresh, on_read=on_read)
         except extract.UnsafeArchive as e:
             # The cached file is named by its sha256; name the archive the way the user knows it.
-            known_as = f"{item.artifact.filename} ({item.artifact.url})"
+            known_as = f"{item.artifact.filename} ({redact(item.artifact.url)})"
             text = str(e)
             for name in (item.artifact.filename, item.path.name):
                 if name in text:

@@ -265,7 +265,7 @@ def create(directory, specs, profile: str = "build", platforms=None, source: str
         # The two layouts would share DIR/index.html and mirror.json's release keys.
         raise MirrorError(f"{directory}: holds a {state.get('source')!s:.20} mirror; "
                           f"mirror --source {source} into another directory")
-    from .sources.pypi import redact
+    from .sources.base import redact
 
     state["upstream"] = redact(upstream)  # mirror.json is served to everyone: no credentials in it
     report = CreateReport()

@@ -36,7 +36,7 @@ import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urljoin, urlsplit, urlunsplit, urldefrag
+from urllib.parse import unquote, urljoin, urlsplit, urldefrag
 
 # packaging is imported where it is used: compiling its grammar costs ~0.2 s,
 # which an install whose plan is cached (a reinstall) never needs.
@@ -48,7 +48,7 @@ from .. import components
 from ...foundation.versions import Release
 from ...foundation import arch
 from . import fixups
-from .base import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable
+from .base import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable, redact
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 META_PACKAGE = "cuda-toolkit"
@@ -180,17 +180,6 @@ def index_url() -> tuple[str, str]:
     if from_config and from_config[0]:
         return from_config
     return DEFAULT_INDEX, "default"
-
-
-def redact(url: str) -> str:
-    """The URL without credentials, for messages."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        parts = parts._replace(netloc=f"***@{host}")
-    return urlunsplit(parts)
 
 
 # -- reading the index --------------------------------------------------------

@@ -31,7 +31,7 @@ from ...foundation import settings
 from ...foundation.versions import InvalidVersion, Release
 from ...foundation import arch
 from . import fixups
-from .base import Artifact, IntegrityError, Plan, SourceError, UnknownComponent, UnknownRelease
+from .base import Artifact, IntegrityError, Plan, SourceError, UnknownComponent, UnknownRelease, redact
 
 DEFAULT_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 PLATFORMS = ("linux-x86_64", "linux-sbsa", "linux-aarch64")
@@ -64,7 +64,7 @@ def base_url() -> str:
     url = settings.get("CUDAENV_REDIST_URL").strip()
     if not url.startswith(("http://", "https://", "file://")):
         raise SourceError(
-            f"CUDAENV_REDIST_URL {url[:80]!r}: allowed are http://, https:// or file:// URLs"
+            f"CUDAENV_REDIST_URL {redact(url)[:80]!r}: allowed are http://, https:// or file:// URLs"
         )
     return url if url.endswith("/") else url + "/"
 
@@ -282,7 +282,7 @@ class RedistSource:
         if differing:
             reasons.append(f"{differing} archive{'s differ' if differing > 1 else ' differs'} from the pins")
         if reasons:
-            print(f"cudaenv: warning: trusting mirror {self.url} for CUDA {rel} (CUDAENV_TRUST_MIRROR): "
+            print(f"cudaenv: warning: trusting mirror {redact(self.url)} for CUDA {rel} (CUDAENV_TRUST_MIRROR): "
                   f"{'; '.join(reasons)}", file=sys.stderr)
         return Plan(source=self.name, release=rel, platform=self.platform, profile=profile,
                     artifacts=artifacts)

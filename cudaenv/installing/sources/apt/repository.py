@@ -16,7 +16,7 @@ from ....foundation import settings
 from ....foundation.quoting import shown
 from ....foundation.versions import Release
 from ....foundation import arch
-from ..base import SourceError
+from ..base import SourceError, redact
 
 DEFAULT_BASE = "https://developer.download.nvidia.com/compute/cuda/repos/"
 DISTROS = {("debian", "12"): "debian12", ("ubuntu", "22.04"): "ubuntu2204", ("ubuntu", "24.04"): "ubuntu2404"}
@@ -61,7 +61,7 @@ def host_arch() -> tuple[str, str]:
 def check_url(url: str, what: str = "CUDAENV_APT_REPO") -> str:
     """The repository URL, normalised to end in '/'; it goes into a sources.list line, so no spaces or brackets."""
     if not re.match(r"https?://[^\s\"'\[\]#]+\Z", url):
-        raise SourceError(f"{what}={url[:60]!r}: must be an http(s) URL without spaces, quotes, brackets or '#'")
+        raise SourceError(f"{what}={redact(url)[:60]!r}: must be an http(s) URL without spaces, quotes, brackets or '#'")
     return url.rstrip("/") + "/"
 
 

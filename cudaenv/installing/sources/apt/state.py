@@ -88,10 +88,11 @@ class AptState:
         # Root downloads into dirs owned by root: apt's _apt sandbox user could not write there.
         sandbox = "root" if os.geteuid() == 0 else "_apt"
         store.write_atomic(self.conf, APT_CONF.format(d=d, arch=self.arch, sandbox=sandbox))
-        store.write_atomic(d / "etc" / "sources.list", self.source_line() + "\n")
+        # The repository URL may carry credentials (user:token@): readable by this user alone.
+        store.write_atomic(d / "etc" / "sources.list", self.source_line() + "\n", mode=0o600)
         if not (d / "state" / "status").exists():
             store.write_atomic(d / "state" / "status", "")
-        (d / "source.json").write_text(json.dumps({"url": self.url, "arch": self.arch}) + "\n")
+        store.write_atomic(d / "source.json", json.dumps({"url": self.url, "arch": self.arch}) + "\n", mode=0o600)
 
     def signed_by_works(self) -> bool:
         # sources.list splits options on whitespace: a store path with a space
