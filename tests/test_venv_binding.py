@@ -9,6 +9,7 @@ children got.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -256,6 +257,61 @@ def test_a_room_others_can_write_is_never_imported_by_the_slow_path(world):
     got = seen(world["python"], service_env(world["root"]))
     assert got["CUDA_HOME"] is None
     assert f"{room} may be written by others than its owner" in got["stderr"], got["stderr"]
+
+
+TAG = sys.implementation.cache_tag
+
+
+@pytest.mark.parametrize("path", [
+    "cudaenv/__init__.py", f"cudaenv/__pycache__/__init__.{TAG}.pyc", f"cudaenv/__pycache__/venvstart.{TAG}.pyc",
+    "cudaenv/__pycache__",
+])
+@pytest.mark.parametrize("how", ["mode", "owner"])
+def test_no_file_the_fast_path_loads_may_be_written_by_others(world, path, how):
+    """The package's __init__.py and the compiled files of it and venvstart, made writable by
+    others (0666) or given to another user (nobody, a real chown): another user's code (here a
+    marker written by __init__.py) never runs in the bound interpreter, and one line says why."""
+    if how == "owner" and os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    copy = bind_from_copy(world)
+    assert seen(world["python"], service_env(world["root"]))["CUDA_HOME"] == str(world["13.0"])
+    target = copy / path
+    assert target.exists(), sorted(p.name for p in target.parent.iterdir())  # the start compiled it
+    marker = world["tmp"] / "ran"
+    init = copy / "cudaenv" / "__init__.py"
+    init.write_text(init.read_text() + f"\nopen({str(marker)!r}, 'w').close()\n")
+    for pyc in (copy / "cudaenv" / "__pycache__").glob("__init__.*.pyc"):
+        if pyc != target:
+            pyc.unlink()  # the interpreter compiles the changed source again, as after an edit
+    if how == "mode":
+        target.chmod(target.stat().st_mode | 0o022)
+    else:
+        os.chown(target, 65534, 65534)
+    why = f"{target} may be written by others than its owner, or belongs to another user"
+    got = seen(world["python"], service_env(world["root"]))
+    assert got["CUDA_HOME"] is None and not marker.exists()
+    assert got["stderr"] == (f"cudaenv: warning: the CUDA toolkit bound to {world['venv']} is not applied: {why}\n")
+
+
+@pytest.mark.parametrize("path", [
+    "cudaenv/selecting/activation.py", f"cudaenv/foundation/__pycache__/store.{TAG}.pyc",
+    "cudaenv/data/host_compilers.json", "cudaenv/foundation/__pycache__",
+])
+def test_no_file_the_slow_path_loads_may_be_written_by_others(world, path):
+    """The slow path (the project's .cuda-version changed) imports modules from every room and
+    reads the package's data: a module, a compiled file, a data file or a __pycache__ others
+    may write stops it, with one line."""
+    copy = bind_from_copy(world)
+    (world["proj"] / ".cuda-version").write_text("13.0\n")
+    assert seen(world["python"], service_env(world["root"]))["CUDA_HOME"] == str(world["13.0"])
+    target = copy / path
+    assert target.exists(), sorted(p.name for p in target.parent.iterdir())
+    target.chmod(target.stat().st_mode | 0o022)
+    (world["proj"] / ".cuda-version").write_text("13.0\n")  # its ctime moves: the cached answer is stale
+    got = seen(world["python"], service_env(world["root"]))
+    assert got["CUDA_HOME"] is None
+    assert got["stderr"] == (f"cudaenv: warning: the CUDA toolkit bound to {world['venv']} is not applied: "
+                             f"{target} may be written by others than its owner, or belongs to another user\n")
 
 
 def test_a_record_others_can_write_is_not_trusted(world):

@@ -50,14 +50,14 @@ def _start():
     try:
         pkg = os.path.join(PACKAGE, "cudaenv")
 
-        # cudaenv's code runs in this interpreter: only if nobody but its owner
-        # (root, this user, or the owner of this venv) can change it.
-        def trusted(*paths):
+        # cudaenv's code runs in this interpreter: only if nobody but its owner (root, this
+        # user, or the owner of this venv) can change a file it loads, or the directory it is in.
+        def trusted(*paths, optional=False):
             for path in paths:
                 try:
                     st = os.stat(path)
                 except FileNotFoundError:
-                    if path.endswith("__pycache__"):
+                    if optional:
                         continue
                     raise RuntimeError("cudaenv is no longer installed at " + PACKAGE + "; bind again with the "
                                        "cudaenv you use now, or delete " + {pth_path!r}) from None
@@ -65,16 +65,28 @@ def _start():
                                           and st.st_uid != os.stat(__file__).st_uid):
                     raise RuntimeError(path + " may be written by others than its owner, or belongs to another user")
 
-        trusted(pkg, os.path.join(pkg, "venvstart.py"), os.path.join(pkg, "__pycache__"),
-                os.path.join(pkg, "selecting"), os.path.join(pkg, "selecting", "__pycache__"))
+        def modules(*files):
+            # Each module file, then the compiled file the interpreter would load in its place.
+            import importlib.util
+
+            trusted(*files)
+            trusted(*[os.path.dirname(importlib.util.cache_from_source(f)) for f in files], optional=True)
+            trusted(*[importlib.util.cache_from_source(f) for f in files], optional=True)
+
+        trusted(pkg, os.path.join(pkg, "selecting"))
+        modules(os.path.join(pkg, "__init__.py"), os.path.join(pkg, "venvstart.py"))
+        trusted(os.path.join(pkg, "selecting", "__pycache__"), optional=True)
         if added:
             sys.path.insert(0, PACKAGE)
         try:
             from cudaenv import venvstart
             if not venvstart.start(RECORD):
-                # The slow path imports from every room of the package, not only the two above.
-                rooms = [d for d, _, files in os.walk(pkg) if d != pkg and "__init__.py" in files]
-                trusted(*rooms, *[os.path.join(d, "__pycache__") for d in rooms])
+                # The slow path imports from every room of the package: every directory, every
+                # module and its compiled file, and every file beside them (the data it reads).
+                for d, _, files in os.walk(pkg):
+                    trusted(d)
+                    trusted(*[os.path.join(d, f) for f in files], optional=True)
+                    modules(*[os.path.join(d, f) for f in files if f.endswith(".py")])
                 from cudaenv.selecting import venvbind
                 venvbind.start_slow(RECORD)
         finally:
