@@ -32,6 +32,11 @@
         libcudart and libnvJitLink (sonames, wheel directories, toolkit-relative directories), read
         from descriptor_catalog.py in its real wheel (downloaded from PyPI unless
         given), with what numba-cuda, cupy and meson load through it or beside it.
+    gen_data.py gpus [--check]
+        arch_support.json's "gpus": per GPU arch, the machines its GPUs exist in (the Jetsons'
+        and GB10's only in aarch64 ones), whether its driver is L4T's, and the first driver
+        branch that supports it: the minimum driver of the first release whose ptxas targets
+        it (drivers.json), from the facts in scripts/data/gpu_archs.json.
     gen_data.py numba-cupy [--check]
         consumers.json's "cupy" and "numba_cuda" rules (the CUDA major each cupy-cudaNNx wheel
         is for and was built with, where CuPy finds nvcc, the majors numba-cuda supports and
@@ -827,6 +832,60 @@ def numba_cupy(args) -> int:
     return 0
 
 
+# --- GPU archs: the machines they exist in, and the first driver branch that sees them -------
+
+def _ga_minimums() -> dict[str, str]:
+    """Each toolkit minor's GA minimum driver (never an RC row), 10.x rows included."""
+    d = load("drivers.json")
+    table = {**d.get("toolkit_min_driver_before_11", {}), **d["toolkit_min_driver"]}
+    out: dict[str, str] = {}
+    for rel in sorted(table, key=_key):
+        row = table[rel]
+        if row["min_driver"] and _minor(rel) not in out and " RC" not in row.get("label", ""):
+            out[_minor(rel)] = row["min_driver"]
+    return out
+
+
+def gpus_data(arch_table: dict, facts: dict, minimums: dict[str, str]) -> dict:
+    """The "gpus" table: every plain sm_XY some release targets, with its first release and that
+    release's minimum driver (None where the data has none), its machines and its driver kind."""
+    releases = sorted(arch_table, key=_key)
+    archs = sorted({s for r in releases for s in arch_table[r]["sm"] if s[-1].isdigit()}, key=lambda s: int(s[3:]))
+    out = {}
+    for sm in archs:
+        window = [r for r in releases if sm in arch_table[r]["sm"]]
+        first = window[0]
+        if first == releases[0] and sm in facts["before_data"]:
+            first = facts["before_data"][sm]
+        fact = facts["gpus"].get(sm, {})
+        driver = minimums.get(first) if first else None
+        out[sm] = {"first_release": first, "first_driver": driver,
+                   "branch": int(driver.split(".")[0]) if driver else None,
+                   "machines": fact.get("machines", ["x86_64", "aarch64"]), "tegra": fact.get("tegra", False)}
+        if fact.get("names"):
+            out[sm]["names"] = fact["names"]
+    return out
+
+
+def gpus(args) -> int:
+    data = load("arch_support.json")
+    facts = json.loads((Path(__file__).resolve().parent / "data" / "gpu_archs.json").read_text())
+    table = gpus_data(data["releases"], facts, _ga_minimums())
+    if args.check:
+        differ = [sm for sm in sorted(set(table) | set(data.get("gpus", {}))) if table.get(sm) != data.get("gpus", {}).get(sm)]
+        for sm in differ:
+            print(f"MISMATCH gpus {sm}: data {data.get('gpus', {}).get(sm)} != facts {table.get(sm)}")
+        return 1 if differ else 0
+    data["gpus"] = table
+    data["_sources"]["gpus"] = ("per GPU arch: machines and tegra from scripts/data/gpu_archs.json (NVIDIA's compute-capability "
+                                "tables); first_release is the first release whose ptxas targets it (older ones from the facts "
+                                "file), first_driver that release's GA minimum from drivers.json and branch its first number. "
+                                "Written by `scripts/gen_data.py gpus`")
+    save("arch_support.json", data)
+    print(f"wrote {DATA / 'arch_support.json'} ({len(table)} GPU archs)")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--check", action="store_true", dest="check_all",
@@ -851,6 +910,8 @@ def main(argv=None) -> int:
     tr.add_argument("--check", action="store_true")
     nc = sub.add_parser("numba-cupy", help="apply the numba-cuda and CuPy wheel facts to consumers.json")
     nc.add_argument("--check", action="store_true")
+    g = sub.add_parser("gpus", help="the GPU archs' machines and first driver branch, into arch_support.json")
+    g.add_argument("--check", action="store_true")
     args = p.parse_args(argv)
     if args.what is None:
         if not args.check_all:
@@ -858,7 +919,7 @@ def main(argv=None) -> int:
         return pypi_check(args)
     return {"nvcc-releases": nvcc_releases, "archs": archs, "pypi": pypi_check,
             "torch-builds": torch_builds, "library-consumers": library_consumers, "triton": triton,
-            "numba-cupy": numba_cupy}[args.what](args)
+            "numba-cupy": numba_cupy, "gpus": gpus}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ RESOLVER_EXAMPLES = [
     (["sm_120"], None, "550.54.15", "x86_64", None),
     (["sm_80"], None, "450.51.06", "x86_64", None),
     (["sm_90"], "13.4", "580.65.06", "x86_64", None),
-    (["sm_110"], "13.2", None, "x86_64", None),
+    (["sm_110"], "13.2", None, None, None),
+    (["sm_110"], "12.8", None, None, None),
     (["sm_110"], "13.2", None, "aarch64", None),
     (["sm_75"], "13.2", None, "aarch64", None),
     (["sm_75"], "11.3", None, "x86_64", None),
@@ -70,7 +71,8 @@ def resolver_table() -> str:
         r = rs.recommend(archs=archs, torch_cuda=torch_cuda, driver=driver, platform=platform, flashinfer=flashinfer)
         first = r.findings[0] if r.findings else None
         said = f"{first.severity}: {first.message}" + (f" (fix: `{first.fix}`)" if first.fix else "") if first else None
-        lines.append(f"| {' '.join(archs)} | {_cell(torch_cuda)} | {_cell(driver)} | {platform} | {_cell(flashinfer)} "
+        plat = platform or f"— ({r.inputs['platform']}, its GPU's)"
+        lines.append(f"| {' '.join(archs)} | {_cell(torch_cuda)} | {_cell(driver)} | {plat} | {_cell(flashinfer)} "
                      f"| {_cell(r.minimum)} | {_cell(r.recommended)} | {r.status} | {_cell(said)} |")
     return "\n".join(lines)
 

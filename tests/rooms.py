@@ -22,7 +22,7 @@ ROOMS = {
         "test_aarch64_qemu", "test_api", "test_data", "test_doctor", "test_doctor_libraries",
         "test_doctor_machines", "test_doctor_truth", "test_gpu_detection", "test_isolation", "test_jitcache_deletes",
         "test_library_consumers", "test_live_consumers", "test_numba_cupy", "test_probe",
-        "test_prometheus", "test_resolve", "test_torch_builds", "test_torch_fixes",
+        "test_prometheus", "test_resolve", "test_resolver_truth", "test_torch_builds", "test_torch_fixes",
         "test_torch_wheel_archs", "test_torch_without_cuda",
     ),
     "exporting": ("test_modulefiles", "test_spack"),

@@ -9,6 +9,7 @@ import pytest
 
 from cudaenv.diagnosing import resolver as rs
 from cudaenv.data import load
+from cudaenv.foundation import arch as machines
 from cudaenv.foundation.versions import number_key
 from fakemachine import PLATFORMS, Machine
 
@@ -55,11 +56,14 @@ CASES = [
      "install NVIDIA driver >= 570.26"),
     ("driver-predates-ada-torch118", dict(archs=["sm_89"], torch_cuda="11.8", driver="470.82.01"), "11.8", "11.8",
      "error", "predates sm_89"),
-    # 450.51.06 is exactly the 11.0 Update 1 minimum: 11.0 runs in full.
-    ("driver-11.0-update1", dict(archs=["sm_80"], driver="450.51.06"), "11.0", "11.0", "ok", None),
-    # The 11.0 RC driver runs nothing released: the fix is the 11.0 GA driver, newer than it.
+    # 450.51.06 is exactly the 11.0 Update 1 minimum: 11.0 runs in full (the minimum), but no
+    # source installs 11.0, so nothing is recommended and the driver 11.4 needs is the fix.
+    ("driver-11.0-update1", dict(archs=["sm_80"], driver="450.51.06"), "11.0", None, "error",
+     "only 11.0 fits, and no source cudaenv knows installs it"),
+    # The 11.0 RC driver runs nothing released: the fix is a driver newer than it, the one the
+    # lowest installable release (11.4) needs, not 11.0's (which no source installs).
     ("driver-11.0-rc", dict(archs=["sm_80"], driver="450.36.06"), None, None, "error",
-     "install NVIDIA driver >= 450.51.05"),
+     "install NVIDIA driver >= 470.42.01"),
     # No source offers 11.3 (redist starts at 11.4.2): the nearest installable minor of torch's major.
     ("torch113-not-installable", dict(archs=["sm_75"], torch_cuda="11.3"), "11.0", "11.4", "warn",
      "a different minor only warns"),
@@ -99,6 +103,11 @@ ROWS = [(platform, c) for c in CASES for platform in PLATFORMS]
 def test_plan(platform, case):
     name, kwargs, minimum, recommended, status, text = case
     absent = None
+    if any(platform not in machines.gpu_machines(a) for a in kwargs.get("archs", ())):
+        # A Jetson's or GB10's GPU is in no x86_64 machine: that plan is refused, not made.
+        with pytest.raises(machines.PlatformError, match=f"invalid --platform '{platform}' for sm_"):
+            rs.recommend(**kwargs, platform=platform)
+        return
     if platform == "aarch64" and name in AARCH64:
         minimum, recommended, status, text, absent = AARCH64[name]
     r = rs.recommend(**kwargs, platform=platform)
@@ -116,7 +125,7 @@ def test_same_plan_on_both_platforms_unless_its_torch_builds_differ():
     """A case without an aarch64 row of its own gives the same findings on both: only torch's
     builds are per platform."""
     for name, kwargs, *_ in CASES:
-        if name in AARCH64:
+        if name in AARCH64 or any(len(machines.gpu_machines(a)) == 1 for a in kwargs.get("archs", ())):
             continue
         x86, arm = (rs.recommend(**kwargs, platform=p) for p in PLATFORMS)
         assert (x86.minimum, x86.recommended, x86.candidates, x86.findings) == \
@@ -235,10 +244,11 @@ def test_unknown_arch_never_prints_placeholder(tmp_path, platform):
     assert "rely on PTX" in r.stdout and "pip install -U cudaenv" in r.stdout
 
 
-@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("platform", [None, "aarch64"])
 def test_sm101_renamed(platform):
     r = rs.recommend(archs=["sm_101"], platform=platform)
     assert "renamed sm_110 in 13.0" in r.constraints[0].reason
+    assert r.inputs["platform"] == "aarch64"  # Thor is a Jetson
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
@@ -338,19 +348,20 @@ def test_driver_runs(driver, release, runs):
 # Each platform's torch wheels carry other archs (read from PyPI's wheels): the same plan on
 # x86_64 and on aarch64. (id, plan kwargs, platform, recommended, status, text a finding has, text none has)
 PLATFORM_CASES = [
-    ("thor-torch132-x86", dict(archs=["sm_110"], torch_cuda="13.2"), "x86_64", "13.2", "error",
-     "torch cu132 lacks sm_110", None),
+    # Thor is an aarch64 machine: planned without --platform, it is planned for aarch64.
+    ("thor-torch132-inferred", dict(archs=["sm_110"], torch_cuda="13.2"), None, "13.2", "ok", None, "lacks"),
     ("thor-torch132-aarch64", dict(archs=["sm_110"], torch_cuda="13.2"), "aarch64", "13.2", "ok", None, "lacks"),
     ("thor-torch128-aarch64", dict(archs=["sm_110"], torch_cuda="12.8"), "aarch64", None, "error",
      "pip install 'torch==2.14.1+cu130' --index-url https://download.pytorch.org/whl/cu130 && cudaenv install 13.0",
      "fit without torch cu128; toolkits"),
-    # No x86_64 torch has sm_110 kernels: no fix that switches the toolkit and leaves torch refusing it.
-    ("thor-torch128-x86", dict(archs=["sm_110"], torch_cuda="12.8"), "x86_64", None, "error",
-     "no torch build cudaenv knows for x86_64 has kernels for sm_110", "cudaenv local 13.5"),
+    # Without --platform, the way out is aarch64's torch 13.x build, not "no torch has sm_110".
+    ("thor-torch128-inferred", dict(archs=["sm_110"], torch_cuda="12.8"), None, None, "error",
+     "pip install 'torch==2.14.1+cu130' --index-url https://download.pytorch.org/whl/cu130 && cudaenv install 13.0",
+     "no torch build cudaenv knows"),
     ("t4g-torch132-aarch64", dict(archs=["sm_75"], torch_cuda="13.2"), "aarch64", "13.2", "error",
      "torch cu132 (aarch64) lacks sm_75", None),
     ("t4-torch132-x86", dict(archs=["sm_75"], torch_cuda="13.2"), "x86_64", "13.2", "ok", None, "lacks"),
-    ("spark-torch132-x86", dict(archs=["sm_121"], torch_cuda="13.2"), "x86_64", "13.2", "ok", None, "lacks"),
+    ("spark-torch132-inferred", dict(archs=["sm_121"], torch_cuda="13.2"), None, "13.2", "ok", None, "lacks"),
     ("spark-torch132-aarch64", dict(archs=["sm_121"], torch_cuda="13.2"), "aarch64", "13.2", "ok", None, "lacks"),
     ("gh200-torch132-aarch64", dict(archs=["sm_90"], torch_cuda="13.2", driver="595.45.04"), "aarch64", "13.2", "ok",
      None, "lacks"),
@@ -382,15 +393,16 @@ def test_platform_option(tmp_path):
 @pytest.mark.parametrize("value,platform", [("x86_64", "x86_64"), ("aarch64", "aarch64"), ("AMD64", "x86_64"),
                                             ("arm64", "aarch64")])
 def test_machine_variable_is_the_platform_resolve_and_doctor_plan_for(tmp_path, value, platform):
-    """CUDAENV_MACHINE stands in for uname -m (and its aliases); --platform still beats it."""
+    """CUDAENV_MACHINE stands in for uname -m (and its aliases); --platform still beats it.
+    (sm_120: its GPUs exist in both machines, so the machine decides.)"""
     m = Machine(tmp_path, gpus=None, torch=None)
     env = m.env(CUDAENV_MACHINE=value)
     for cmd in ("resolve", "doctor"):
-        r = m.cli(cmd, "--arch", "sm_110", "--torch-cuda", "13.2", "--json", env=env)
+        r = m.cli(cmd, "--arch", "sm_120", "--torch-cuda", "13.2", "--json", env=env)
         data = json.loads(r.stdout)
         assert (data["inputs"] if cmd == "resolve" else data["probe"])["platform"] == platform, r.stdout
     other = next(p for p in PLATFORMS if p != platform)
-    r = m.cli("resolve", "--arch", "sm_110", "--torch-cuda", "13.2", "--platform", other, "--json", env=env)
+    r = m.cli("resolve", "--arch", "sm_120", "--torch-cuda", "13.2", "--platform", other, "--json", env=env)
     assert json.loads(r.stdout)["inputs"]["platform"] == other
 
 

@@ -611,6 +611,7 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
     env = os.environ if env is None else env
     if platform and platform not in arch.ARCHES:
         raise ProbeInputError(f"invalid --platform {platform!r}: allowed are {', '.join(arch.ARCHES)}")
+    named = platform
     if not platform:
         try:
             here = arch.machine(env)
@@ -618,6 +619,10 @@ def probe(python: str | None = None, archs=(), torch_cuda: str | None = None, dr
             raise ProbeInputError(str(e)) from None
         platform = here if here in arch.ARCHES else "x86_64"
     archs = [normalize_arch(a) for a in archs]
+    try:  # a plan for a Jetson's or GB10's arch is an aarch64 plan
+        platform = arch.plan_platform(archs, named, platform)
+    except arch.PlatformError as e:
+        raise ProbeInputError(str(e)) from None
     if torch_cuda:
         torch_cuda = check_torch_cuda(torch_cuda)
     if flashinfer:

@@ -27,6 +27,7 @@ from . import numba_cupy as nc
 from ..data import load
 from .machine import known_torch_variants, probe as run_probe
 from .torch_archs import as_build
+from ..foundation import arch
 from ..foundation.versions import major_minor, major_of, number_key, torch_variant, variant_release
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -128,23 +129,35 @@ def driver_fix(need: str | None, driver: str | None, tegra: bool = False) -> str
 
 
 def driver_for_gpu(sm: str) -> tuple[str, str] | None:
-    """(release, driver) a GPU needs: the minimum driver of the first release that targets it.
-    An older driver predates the GPU and does not see it, whatever toolkit is installed."""
-    window = arch_window(sm)
-    need = min_driver(window[0]) if window else None
-    return (window[0], need) if need else None
+    """(release, driver) a GPU needs: the release that introduced its architecture and that
+    release's minimum driver, whose branch is the first that sees the GPU (arch_support.json's
+    "gpus", made by `scripts/gen_data.py gpus`). None where the data knows no such driver: an
+    arch older than CUDA 10.0, or a release whose minimum is unpublished."""
+    g = arch.gpu_facts(sm)
+    return (g["first_release"], g["first_driver"]) if g.get("first_driver") else None
+
+
+def driver_predates(sm: str, driver: str) -> tuple[str, str] | None:
+    """(release, driver) of the GPU's first branch when `driver` is of an older branch. A branch,
+    not a build, decides: the RTX 4090's launch driver 520.56.06 sees it, though CUDA 11.8's
+    minimum is 520.61.05."""
+    need = driver_for_gpu(sm)
+    return need if need and number_key(driver)[0] < number_key(need[1])[0] else None
 
 
 def driver_gpu_findings(gpus, driver: str, tegra: bool = False) -> list[Finding]:
     """One `driver-gpu` error for the first GPU (sm, name) the driver predates: the rule the
     resolver and doctor share. A Tegra GPU is part of the SoC its L4T driver was built for."""
     for sm, name in [] if tegra else gpus:
-        need = driver_for_gpu(sm)
-        if need and number_key(driver) < number_key(need[1]):
+        need = driver_predates(sm, driver)
+        if need:
+            branch = number_key(need[1])[0]
             return [Finding("error", "driver-gpu", f"driver {driver} predates {name if name == sm else f'{name} ({sm})'}: {sm} GPUs need a driver "
-                            f"of the branch that introduced them, >= {need[1]} (CUDA {need[0]}); an older one does "
-                            "not see the GPU at all, so this is not a PTX question",
-                            driver_fix(need[1], driver), "cudaenv/data/drivers.json, cudaenv/data/arch_support.json")]
+                            f"of branch R{branch} or newer, the branch of CUDA {need[0]} that introduced them (>= {need[1]}); "
+                            f"an R{number_key(driver)[0]} driver does not see the GPU at all, so no toolkit runs on it until "
+                            "the driver is upgraded",
+                            driver_fix(need[1], driver), "cudaenv/data/arch_support.json gpus (scripts/gen_data.py gpus), "
+                            "cudaenv/data/drivers.json")]
     return []
 
 
@@ -517,12 +530,17 @@ def driver_constraint(driver: str, tegra: bool = False) -> Constraint | None:
 
 def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None = None, driver: str | None = None,
                 flashinfer: str | None = None, torch_archs: list[str] | None = None,
-                tegra: bool = False, platform: str = "x86_64", sglang: str | None = None,
+                tegra: bool = False, platform: str | None = None, sglang: str | None = None,
                 cupy: str | None = None, numba_cuda: str | None = None) -> Resolution:
     """The resolver's recommendation from explicit inputs (what `resolve` derives from a probe).
     `torch_archs`: the installed torch's own get_arch_list(), which beats the table of builds.
-    `cupy`: the installed CuPy wheel as `cupy-cuda12x==14.2.0`; `numba_cuda`: numba-cuda's version."""
+    `cupy`: the installed CuPy wheel as `cupy-cuda12x==14.2.0`; `numba_cuda`: numba-cuda's version.
+    `platform`: x86_64 or aarch64; None plans for the machine the GPUs exist in (a Jetson's or
+    GB10's arch: aarch64), else x86_64. A platform no GPU of `archs` exists in raises
+    cudaenv.foundation.arch.PlatformError. A Jetson's GPU takes its driver from L4T (`tegra`)."""
     archs = list(dict.fromkeys(archs))
+    platform = arch.plan_platform(archs, platform, "x86_64")
+    tegra = tegra or any(arch.tegra_gpu(a) for a in archs)
     constraints = [arch_constraint(a) for a in archs]
     if torch_cuda:
         constraints.append(torch_constraint(torch_cuda))
@@ -541,8 +559,8 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
               "flashinfer": flashinfer, "torch_archs": torch_archs, "tegra": tegra, "platform": platform,
               "sglang": sglang, "cupy": cupy, "numba_cuda": numba_cuda}
     findings: list[Finding] = unknown_arch_findings(archs)
-    if driver:
-        findings += driver_gpu_findings([(a, a) for a in archs], driver, tegra)
+    unseen = driver_gpu_findings([(a, a) for a in archs], driver, tegra) if driver else []
+    findings += unseen
     unknown_torch = torch_unknown_finding(torch_cuda) if torch_cuda else None
     if unknown_torch:
         findings.append(unknown_torch)
@@ -565,9 +583,13 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
             findings.append(explain_impossible(archs, torch_cuda, torch_version, constraints, driver, tegra, platform))
         return Resolution(None, None, [], constraints, findings, inputs)
     minimum = candidates[0]
-    # Recommend a release some source installs (redist starts at 11.4): a fix naming 11.3
-    # would fail, and another minor of torch's major only warns.
-    pool = [r for r in candidates if installable(r)] or candidates
+    # Recommend a release some source installs (redist starts at 11.4.2, PyPI's toolkit at 13.0):
+    # a fix naming 11.3 would fail, and another minor of torch's major only warns. When none
+    # that fits is installable, there is no release to recommend, and a finding says why.
+    pool = [r for r in candidates if installable(r, platform)]
+    if not pool:
+        findings.append(not_installable_finding(candidates, constraints, driver, tegra, platform))
+        return Resolution(minimum, None, candidates, constraints, findings, inputs)
     if torch_cuda:
         above = [r for r in pool if number_key(r) >= number_key(torch_cuda)]
         recommended = above[0] if above else pool[-1]
@@ -579,7 +601,8 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
         full = [r for r in pool if dcv and number_key(r) <= number_key(dcv)]
         if full:
             recommended = full[-1]
-    if driver:
+    if driver and not unseen:
+        # A driver that does not see the GPU runs nothing on it: no "SASS runs" half-truth.
         findings += driver_findings(driver, minimum, recommended, tegra)
     if torch_cuda and torch_accepts(recommended, torch_cuda) != "ok":
         findings.append(Finding("warning", "torch", f"torch is built with CUDA {torch_cuda} and the toolkit would be "
@@ -590,14 +613,49 @@ def recommend(archs=(), torch_cuda: str | None = None, torch_version: str | None
     return Resolution(minimum, recommended, candidates, constraints, findings, inputs)
 
 
-def installable(release: str) -> bool:
-    """Some source cudaenv knows offers this minor: a pinned redist manifest (11.4.2 on), or
-    PyPI's cuda-toolkit (13.0 on, whose nvcc nvcc_releases.json lists)."""
-    minor = major_minor(release)
-    pinned = {major_minor(r) for r in load("redist_pins.json")["manifests"]}
+def installable(release: str, platform: str = "x86_64") -> bool:
+    """Some source cudaenv knows offers this minor for the platform (installable_minors)."""
+    return major_minor(release) in installable_minors(platform)
+
+
+def installable_minors(platform: str = "x86_64") -> set[str]:
+    """The minors cudaenv's sources install on a platform, as its data knows them: redist, the
+    releases whose pinned nvcc archive is built for the platform's redist key (11.4.2 on: no
+    manifest of 11.0-11.3 exists), and PyPI, the 13.x releases whose nvcc wheel
+    nvcc_releases.json lists (NVIDIA builds those for x86_64 and aarch64; a 12.x wheel has no nvcc)."""
     nvcc = load("nvcc_releases.json")
+
+    def releases_of(component: str) -> list[str]:
+        one = nvcc["nvcc_to_release"].get(component)
+        return [one] if one else nvcc["nvcc_in_several_releases"].get(component, [])
+
+    key = arch.ARCHES[platform].redist if platform in arch.ARCHES else arch.ARCHES["x86_64"].redist
+    redist = {major_minor(r) for c in load("redist_pins.json")["archives"].get(f"cuda_nvcc/{key}", {})
+              for r in releases_of(c)}
     known = set(nvcc["nvcc_to_release"].values()) | {r for rs in nvcc["nvcc_in_several_releases"].values() for r in rs}
-    return minor in pinned or (major_of(minor) >= 13 and any(major_minor(r) == minor for r in known))
+    return redist | {major_minor(r) for r in known if major_of(r) >= 13}
+
+
+def not_installable_finding(candidates: list[str], constraints: list[Constraint], driver: str | None,
+                            tegra: bool, platform: str) -> Finding:
+    """Every release that fits is one no source installs (11.0-11.3): say so, which constraint
+    keeps the installable ones out, and the driver that lets them in when it is the driver."""
+    minors = sorted(installable_minors(platform), key=number_key)
+    blocking = [c for c in constraints if not any(c.allows(r) for r in minors)]
+    what = "; ".join(c.reason for c in blocking) or "; ".join(c.reason for c in constraints)
+    fits = candidates[0] if len(candidates) == 1 else f"{candidates[0]}-{candidates[-1]}"
+    msg = (f"only {fits} fits, and no source cudaenv knows installs it (redist's manifests start at 11.4.2, "
+           f"PyPI's toolkit wheels at 13.0): {what}")
+    fix = None
+    if blocking and all(c.rule == "driver" for c in blocking):
+        rest = [r for r in minors if all(c.allows(r) for c in constraints if c.rule != "driver")]
+        need = min_driver(rest[0]) if rest else None
+        if need:
+            msg += f". {rest[0]}, the lowest installable release that fits the rest, needs driver >= {need}"
+            fix = driver_fix(need, driver, tegra)
+    else:
+        msg += ". Install it from NVIDIA's runfile or a system package outside cudaenv"
+    return Finding("error", "not-installable", msg, fix, "cudaenv/data/redist_pins.json, cudaenv/data/nvcc_releases.json")
 
 
 def switch_fix(release: str) -> str:
@@ -643,7 +701,8 @@ def torch_arch_findings(archs, torch_cuda, torch_version, constraints, torch_arc
     if not missing:
         return []
     label = f"torch {major_minor(torch_version)}+{variant}" if torch_version else f"torch {variant}"
-    label += f" ({platform})" if platform != "x86_64" else ""
+    # The platform names the table's builds; the installed torch's own list is that torch's.
+    label += f" ({platform})" if platform != "x86_64" and not torch_archs else ""
     others = [c for c in constraints if c.rule != "torch"]
     way = covering_build(archs, torch_version, variant, lambda r: all(c.allows(r) for c in others), platform)
     fix = None
@@ -689,6 +748,9 @@ def explain_impossible(archs, torch_cuda, torch_version, constraints, drv_in: st
     drv = [c for c in constraints if c.rule == "driver"]
     if drv:
         rest = [r for r in releases() if all(c.allows(r) for c in constraints if c.rule != "driver")]
+        # The driver to name is the one the lowest release some source installs needs: a fix
+        # for 11.0 (no source has it) would only lead to "not installable" next.
+        rest = [r for r in rest if installable(r, platform)] or rest
         if rest:
             d = min_driver(rest[0])
             return Finding("error", "impossible", f"the driver is too old: {drv[0].reason}; {rest[0]} is the lowest "
@@ -721,7 +783,7 @@ def resolve(probe=None, **probe_args) -> Resolution:
     if probe is None:
         probe = run_probe(**probe_args)
     return recommend(probe.archs, probe.torch_cuda, torch_version_for(probe), probe.driver, probe.flashinfer,
-                     torch_archs_for(probe), bool(probe.tegra), probe.platform,
+                     torch_archs_for(probe), bool(probe.tegra), arch.plan_platform(probe.archs, None, probe.platform),
                      probe.python.version("sglang") if probe.python else None,
                      cupy_for(probe), probe.python.version("numba-cuda") if probe.python else None)
 

@@ -86,3 +86,54 @@ def redist_platform(machine_name: str, l4t: int | None) -> str | None:
     if machine_name == "aarch64" and l4t is not None and l4t < JETSON_SBSA_FROM_L4T:
         return "linux-aarch64"
     return host.redist
+
+
+# --- the machines a GPU exists in ----------------------------------------------------------------
+
+class PlatformError(UsageError):
+    """A plan's --platform names a machine no GPU of a planned arch exists in: one line, exit 64."""
+
+
+def gpu_facts(sm: str) -> dict:
+    """arch_support.json's facts of a GPU arch (sm_110a and sm_110f are sm_110's GPUs): the
+    machines it exists in, whether its driver is L4T's, its first release and driver."""
+    from ..data import load
+
+    return load("arch_support.json").get("gpus", {}).get(re.sub(r"[af]\Z", "", sm), {})
+
+
+def gpu_machines(sm: str) -> tuple[str, ...]:
+    """The machines (uname -m) GPUs of this arch exist in: a Jetson's (sm_53, sm_62, sm_72,
+    sm_87, sm_110) and GB10's (sm_121) only in aarch64 ones; an arch the data lacks, in any."""
+    return tuple(m for m in gpu_facts(sm).get("machines", ARCHES) if m in ARCHES)
+
+
+def tegra_gpu(sm: str) -> bool:
+    """A Jetson's GPU: its driver is L4T's, numbered by its own branch."""
+    return bool(gpu_facts(sm).get("tegra"))
+
+
+def gpu_names(sm: str) -> str:
+    """"sm_110 GPUs (Jetson Thor (Jetson T5000, T4000))", or "sm_90 GPUs"."""
+    names = gpu_facts(sm).get("names")
+    return f"{sm} GPUs ({names})" if names else f"{sm} GPUs"
+
+
+def plan_platform(archs, named: str | None, default: str) -> str:
+    """The machine a plan for GPUs of `archs` is for: the one named (PlatformError when some
+    arch's GPUs never exist in it), else the one machine they all exist in (sm_110 plans for
+    aarch64 from an x86_64 host), else `default`."""
+    only = [(sm, gpu_machines(sm)) for sm in archs if len(gpu_machines(sm)) < len(ARCHES)]
+    if named:
+        for sm, machines in only:
+            if named not in machines:
+                raise PlatformError(f"invalid --platform {named!r} for {sm}: {gpu_names(sm)} exist only in "
+                                    f"{' and '.join(machines)} machines; allowed is --platform {machines[0]}, "
+                                    "or no --platform (it follows the GPU)")
+        return named
+    common = set(ARCHES)
+    for _sm, machines in only:
+        common &= set(machines)
+    if only and len(common) == 1:
+        return common.pop()
+    return default
