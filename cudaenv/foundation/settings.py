@@ -118,6 +118,12 @@ _TABLE = (
     Setting("CUDAENV_DOWNLOAD_JOBS", "4", "Parallel downloads.", "download"),
     Setting("CUDAENV_DOWNLOAD_DEADLINE", "3600", "Seconds one archive's download may take in all, retries "
             "included; what arrived is kept, and the next install resumes it.", "download"),
+    Setting("CUDAENV_LOW_SPEED_LIMIT", "1024", "Bytes per second below which a download, for "
+            "CUDAENV_LOW_SPEED_TIME seconds, is stopped (curl's --speed-limit; 0: never). A file's "
+            "deadline is its size at this speed plus twice CUDAENV_LOW_SPEED_TIME, at most "
+            "CUDAENV_DOWNLOAD_DEADLINE.", "download"),
+    Setting("CUDAENV_LOW_SPEED_TIME", "60", "Seconds a download may stay below CUDAENV_LOW_SPEED_LIMIT "
+            "(curl's --speed-time).", "download"),
     Setting("CUDAENV_DOWNLOAD_MAX", "4294967296", "Bytes an archive may grow to when its source gives no "
             "size (a PEP 503 index); an archive with a known size may never grow past it.", "download"),
     Setting("CUDAENV_DISK_RESERVE", "", "Bytes every write of an install (download, extraction, copy) "

@@ -11,7 +11,11 @@ read-only commands never load it) and keeps trust_env, so HTTP(S)_PROXY,
 NO_PROXY, REQUESTS_CA_BUNDLE and ~/.netrc apply as users expect.
 
 Every download ends, and ends when asked:
-  - an archive has an overall deadline, retries included (CUDAENV_DOWNLOAD_DEADLINE);
+  - a transfer slower than CUDAENV_LOW_SPEED_LIMIT bytes/s for CUDAENV_LOW_SPEED_TIME seconds
+    is stopped (curl's --speed-limit/--speed-time), whatever its size;
+  - an archive or document has an overall deadline, retries included, sized to what is
+    fetched: its size at the lowest allowed speed plus two low-speed windows, never more
+    than CUDAENV_DOWNLOAD_DEADLINE (right for 2 GB, and a 20 KB manifest gets 80 s);
   - it may grow no larger than its expected size, or CUDAENV_DOWNLOAD_MAX when the
     source gives none, and never past the free-space floor (diskspace.py);
   - a file:// source is opened without blocking and must be a regular file;
@@ -23,7 +27,7 @@ Tunables (environment): CUDAENV_CONNECT_TIMEOUT (seconds, default 4),
 CUDAENV_READ_TIMEOUT (default 30), CUDAENV_DOWNLOAD_RETRIES (default 4),
 CUDAENV_RETRY_BACKOFF (first back-off in seconds, default 0.5, doubling),
 CUDAENV_DOWNLOAD_JOBS (parallel downloads, default 4), CUDAENV_DOWNLOAD_DEADLINE,
-CUDAENV_DOWNLOAD_MAX. TLS trusts REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE or
+CUDAENV_LOW_SPEED_LIMIT, CUDAENV_LOW_SPEED_TIME, CUDAENV_DOWNLOAD_MAX. TLS trusts REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE or
 SSL_CERT_DIR, the first one set (else certifi's bundle).
 """
 
@@ -36,7 +40,9 @@ import shutil
 import socket
 import stat
 import threading
+import time
 import urllib.parse
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,9 +90,21 @@ def _positive(name: str) -> float:
     return value if value > 0 else float(settings.SETTINGS[name].default)
 
 
-def deadline() -> float:
-    """Seconds one archive (or document) may take in all, retries included."""
-    return _positive("CUDAENV_DOWNLOAD_DEADLINE")
+def low_speed() -> tuple[float, float]:
+    """(bytes per second, seconds): a transfer slower than that for that long is stopped
+    (0 bytes per second: never)."""
+    return max(0.0, settings.number("CUDAENV_LOW_SPEED_LIMIT")), _positive("CUDAENV_LOW_SPEED_TIME")
+
+
+def deadline(size: int | None = None) -> float:
+    """Seconds fetching `size` bytes (an archive, or a document of at most that size) may take in
+    all, retries included: the size at the lowest allowed speed plus two low-speed windows, never
+    more than CUDAENV_DOWNLOAD_DEADLINE (that alone when the size is unknown)."""
+    cap = _positive("CUDAENV_DOWNLOAD_DEADLINE")
+    limit, window = low_speed()
+    if size is None or limit <= 0:
+        return cap
+    return min(cap, 2 * window + size / limit)
 
 
 def size_cap() -> int:
@@ -110,25 +128,71 @@ def _shutdown(sock) -> None:
 
 
 class Stopper:
-    """Stops one transfer from any thread: when its deadline passes, or on stop(why).
+    """Stops one transfer from any thread: when its deadline passes, when the body being read
+    comes slower than the low-speed limit (`slow` says so), or on stop(why).
 
     check() raises the reason; the transfer calls it between reads and after every
     failed attempt, so a stopped transfer is never retried. A response being read is
-    watched: stopping shuts its socket down, which ends a read blocked in recv().
+    watched: stopping shuts its socket down, which ends a read blocked in recv(). The
+    speed is judged only while a body is read (got() counts its bytes), over a sliding
+    window of CUDAENV_LOW_SPEED_TIME seconds, by a thread that also sees a read that
+    returns nothing at all.
     """
 
-    def __init__(self, seconds: float, late: str):
+    def __init__(self, seconds: float, late: str, slow: str | None = None):
         self.why: str | None = None
         self.ended = threading.Event()
         self._cancelled = False
         self._lock = threading.Lock()
         self._sock = None
+        self._started = time.monotonic()
+        self._seconds = seconds
         self._timer = threading.Timer(seconds, self.stop, (late,))
         self._timer.daemon = True
         self._timer.start()
+        self._limit, self._window = low_speed()
+        self._slow = slow if self._limit > 0 else None
+        self._got = 0
+        self._samples: deque[tuple[float, int]] = deque()
+        self._reading = False
+        self._done = threading.Event()
+        self._speed_watch: threading.Thread | None = None
 
     def close(self) -> None:
         self._timer.cancel()
+        self._done.set()
+
+    def limit_to(self, seconds: float, late: str) -> None:
+        """Shorten the deadline to `seconds` from the start (once the size is known), told as `late`."""
+        if seconds >= self._seconds:
+            return
+        self._timer.cancel()
+        self._seconds = seconds
+        timer = threading.Timer(max(0.0, seconds - (time.monotonic() - self._started)), self.stop, (late,))
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
+    def got(self, n: int) -> None:
+        """`n` more bytes of the body arrived."""
+        self._got += n
+
+    def _judge_speed(self) -> None:
+        tick = min(1.0, max(0.02, self._window / 10))
+        while not self._done.wait(tick):
+            now = time.monotonic()
+            with self._lock:
+                if not self._reading:
+                    self._samples.clear()
+                    continue
+                self._samples.append((now, self._got))
+                while len(self._samples) > 1 and now - self._samples[1][0] >= self._window:
+                    self._samples.popleft()
+                since, had = self._samples[0]
+                slow = now - since >= self._window and self._got - had < self._limit * (now - since)
+            if slow and self._slow is not None:
+                self.stop(self._slow)
+                return
 
     def stop(self, why: str, cancelled: bool = False) -> None:
         with self._lock:
@@ -137,6 +201,7 @@ class Stopper:
             sock = self._sock
         self.ended.set()
         _shutdown(sock)
+        self._done.set()
 
     def watch(self, resp) -> None:
         """Stopping from now on also shuts down the socket `resp` (a streamed requests response) reads."""
@@ -144,12 +209,19 @@ class Stopper:
         with self._lock:
             self._sock = sock
             stopped = self.why is not None
+            self._reading = True
+            self._samples.clear()
+            self._samples.append((time.monotonic(), self._got))
         if stopped:
             _shutdown(sock)
+        if self._slow is not None and self._speed_watch is None:
+            self._speed_watch = threading.Thread(target=self._judge_speed, name="cudaenv-speed", daemon=True)
+            self._speed_watch.start()
 
     def unwatch(self) -> None:
         with self._lock:
             self._sock = None
+            self._reading = False
 
     def check(self) -> None:
         if self.why is not None:
@@ -168,10 +240,39 @@ def _too_large(art: Artifact, bound: int, how: str) -> str:
     return f"{art.url}: size mismatch: {how} than the {art.size} bytes expected; the file was discarded"
 
 
-def _late(what: str, seconds: float, kept: bool) -> str:
-    tail = "; what arrived is kept, and the next install resumes from it" if kept else ""
-    return (f"{what}: not finished within {seconds:g} s (CUDAENV_DOWNLOAD_DEADLINE sets the limit, "
-            f"retries included){tail}")
+def _kept(kept: bool) -> str:
+    return "; what arrived is kept, and the next install resumes from it" if kept else ""
+
+
+def _late(what: str, seconds: float, kept: bool, size: int | None = None) -> str:
+    if size is None or seconds >= _positive("CUDAENV_DOWNLOAD_DEADLINE"):
+        how = "CUDAENV_DOWNLOAD_DEADLINE sets the limit, retries included"
+    else:
+        how = (f"the deadline for {size} bytes, retries included: their time at CUDAENV_LOW_SPEED_LIMIT "
+               "plus twice CUDAENV_LOW_SPEED_TIME; a lower CUDAENV_LOW_SPEED_LIMIT or a higher "
+               "CUDAENV_LOW_SPEED_TIME gives more")
+    return f"{what}: not finished within {seconds:g} s ({how}){_kept(kept)}"
+
+
+def _slow(what: str, url: str, kept: bool) -> str:
+    limit, window = low_speed()
+    return (f"{what}: {_host(url)} sent less than {limit:g} bytes/s for {window:g} s (a lower "
+            f"CUDAENV_LOW_SPEED_LIMIT, or 0, or a higher CUDAENV_LOW_SPEED_TIME lets it go on){_kept(kept)}")
+
+
+def _stopper(what: str, url: str, size: int | None, kept: bool) -> Stopper:
+    """The Stopper of one transfer of (at most) `size` bytes from `url`."""
+    seconds = deadline(size)
+    return Stopper(seconds, _late(what, seconds, kept, size), _slow(what, url, kept))
+
+
+def _sized(stopper: Stopper, resp, what: str, limit: int, kept: bool) -> None:
+    """Shorten a document's deadline to what its Content-Length announces (at most `limit`)."""
+    announced = resp.headers.get("Content-Length", "")
+    if announced.isdigit() and not resp.headers.get("Content-Encoding"):
+        size = min(int(announced), limit)
+        seconds = deadline(size)
+        stopper.limit_to(seconds, _late(what, seconds, kept, size))
 
 
 def ca_bundle(env=None) -> str | bool:
@@ -340,13 +441,15 @@ def _get(url: str, **kw):
 def read_body(resp, limit: int, what: str) -> bytes:
     """The body of a streamed requests response: at most `limit` bytes (as decoded), and within
     the deadline however slowly it comes (a source's own index pages, read with its session)."""
-    seconds = deadline()
-    stopper = Stopper(seconds, _late(what, seconds, kept=False))
+    url = getattr(resp, "url", "") or what
+    stopper = _stopper(what, url, limit, kept=False)
+    _sized(stopper, resp, what, limit, kept=False)
     stopper.watch(resp)
     buf = bytearray()
     try:
         for chunk in _body(resp):
             stopper.check()
+            stopper.got(len(chunk))
             buf += chunk
             if len(buf) > limit:
                 raise DownloadError(f"{what}: document larger than {limit} bytes")
@@ -374,15 +477,23 @@ def fetch_bytes(url: str, limit: int = 64 << 20) -> bytes:
 
         with _get(url) as resp:
             _check_status(resp, url)
+            _sized(stopper, resp, url, limit, kept=False)
             stopper.watch(resp)
+            buf = bytearray()
             try:
-                data = resp.raw.read(limit + 1, decode_content=True)
+                for chunk in _body(resp):
+                    stopper.got(len(chunk))
+                    buf += chunk
+                    if len(buf) > limit:
+                        break
             except urllib3.exceptions.HTTPError as e:
                 # The raw stream raises urllib3's errors, which requests' handling never sees:
                 # a body cut short (or a read timeout) is a transient failure like any other.
                 raise requests.exceptions.ChunkedEncodingError(type(e).__name__) from None
             finally:
                 stopper.unwatch()
+            stopper.check()  # a body ended by the deadline or the speed watch is not the document
+            data = bytes(buf)
             if len(data) > limit:
                 raise DownloadError(f"{url}: document larger than {limit} bytes")
             expected = resp.headers.get("Content-Length")
@@ -390,8 +501,7 @@ def fetch_bytes(url: str, limit: int = 64 << 20) -> bytes:
                 raise requests.exceptions.ChunkedEncodingError("short read")
             return data
 
-    seconds = deadline()
-    stopper = Stopper(seconds, _late(url, seconds, kept=False))
+    stopper = _stopper(url, url, limit, kept=False)
     try:
         return _with_retries(url, attempt, 2, stopper)
     finally:
@@ -544,7 +654,7 @@ class Downloader:
             raise DownloadError(f"{art.filename} ({art.url}): cache {where}: {e.strerror}") from None
 
     def _fetch(self, art: Artifact, final: Path) -> Fetched:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        store.make_dirs(final.parent)
         # Only cudaenv writes here, and only regular files: anything else is debris.
         for name in (art.sha256, art.sha256 + ".part", art.sha256 + ".lock"):
             _clear_non_file(final.with_name(name))
@@ -557,8 +667,7 @@ class Downloader:
                 self.progress.item_done(f"  {art.filename}: cached")
                 return Fetched(art, final, 0)
             part = final.with_name(art.sha256 + ".part")
-            seconds = deadline()
-            stopper = Stopper(seconds, _late(f"{art.filename} from {art.url}", seconds, kept=True))
+            stopper = _stopper(f"{art.filename} from {art.url}", art.url, art.size, kept=True)
             with self._lock:
                 self._active.add(stopper)
             try:
@@ -583,7 +692,7 @@ class Downloader:
         if art.url.startswith("file://"):
             with _open_local(art.url) as fin:
                 try:
-                    with open(part, "wb") as fout:
+                    with open(part, "wb", opener=store.private_opener) as fout:
                         self._copy(iter(lambda: fin.read(CHUNK), b""), fout, art, transferred, stopper, bound)
                 except OSError as e:
                     raise DownloadError(f"{art.url}: {e.strerror}") from None
@@ -610,7 +719,7 @@ class Downloader:
                     self.progress.item_done(f"  {art.filename}: resuming at {offset} bytes")
                 stopper.watch(resp)
                 try:
-                    with open(part, mode) as fout:
+                    with open(part, mode, opener=store.private_opener) as fout:
                         self._copy(_body(resp), fout, art, transferred, stopper, bound)
                 except (requests.exceptions.RequestException, SourceError, diskspace.LowDiskSpace):
                     raise
@@ -639,6 +748,7 @@ class Downloader:
             diskspace.ensure(fout.fileno(), len(chunk), f"downloading {art.filename}", where)
             fout.write(chunk)
             fout.flush()  # on disk as it arrives: a stop, or a kill, keeps all of it to resume from
+            stopper.got(len(chunk))
             transferred[0] += len(chunk)
             self.progress.advance(len(chunk))
         stopper.check()  # a stopped transfer whose server closed cleanly is still stopped
