@@ -10,16 +10,17 @@ takes. A test file missing from this table fails `test_every_test_file_has_a_roo
 
 ROOMS = {
     "foundation": (
-        "test_config", "test_locking", "test_non_utf8_paths", "test_quoting", "test_versions",
+        "test_config", "test_locking", "test_non_utf8_paths", "test_quoting", "test_store_modes",
+        "test_versions",
     ),
     "selecting": (
         "test_auto", "test_build_modes", "test_companions", "test_discover", "test_hooks",
         "test_hostcc", "test_one_name", "test_pyenv_parity", "test_selection",
-        "test_selection_sh", "test_shared_roots", "test_shared_store", "test_shell_start",
+        "test_selection_sh", "test_shared_roots", "test_shell_trust", "test_shared_store", "test_shell_start",
         "test_shim_elsewhere", "test_shims", "test_store_root", "test_venv_binding",
     ),
     "diagnosing": (
-        "test_aarch64_qemu", "test_api", "test_data", "test_doctor", "test_doctor_libraries",
+        "test_aarch64_qemu", "test_api", "test_data", "test_doctor", "test_doctor_libraries", "test_doctor_roots",
         "test_doctor_machines", "test_doctor_truth", "test_gpu_detection", "test_isolation", "test_jitcache_deletes",
         "test_library_consumers", "test_live_consumers", "test_numba_cupy", "test_probe",
         "test_prometheus", "test_resolve", "test_resolver_truth", "test_torch_builds", "test_torch_fixes",
