@@ -216,7 +216,7 @@ class FileLock:
     def _try_lockdir(self) -> bool:
         token = secrets.token_hex(8)
         tmp = f"{self.lockdir}.{token}.new"
-        os.mkdir(tmp)
+        os.mkdir(tmp, 0o755)
         try:
             with open(os.path.join(tmp, OWNER), "w") as f:
                 json.dump(owner_record(token), f)

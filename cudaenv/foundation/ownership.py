@@ -26,16 +26,19 @@ import os
 import stat
 from pathlib import Path
 
+from .errors import AccessError
+
 
 # A directory cudaenv creates: a umask takes bits away from it, never adds them.
 DIR_MODE = 0o755
 
 
-def make_dirs(path: Path | str, mode: int = DIR_MODE) -> Path:
-    """Create `path` and every missing directory above it with `mode` (Path.mkdir's parents
-    get 0777 less the umask: group- or world-writable under umask 002 or 000). A directory
-    that exists is left as it is: who may write it is owner_problem's question. Returns
-    `path` as a Path; OSError as os.mkdir raises it (FileExistsError for a file there)."""
+def make_dirs(path: Path | str, mode: int = DIR_MODE, *, leaf: int | None = None) -> Path:
+    """Create `path` and every missing directory above it with `mode` (`path` itself with
+    `leaf` when given: 0700 for a private one). Path.mkdir's parents get 0777 less the umask:
+    group- or world-writable under umask 002 or 000. A directory that exists is left as it
+    is: who may write it is owner_problem's question. Returns `path` as a Path; OSError as
+    os.mkdir raises it (FileExistsError for a file there)."""
     target = Path(path)
     missing = []
     p = target
@@ -46,11 +49,23 @@ def make_dirs(path: Path | str, mode: int = DIR_MODE) -> Path:
         p = p.parent
     for d in reversed(missing):
         try:
-            os.mkdir(d, mode)
+            os.mkdir(d, leaf if leaf is not None and d == target else mode)
         except FileExistsError:
             if not d.is_dir():
                 raise
     return target
+
+
+def private_opener(path: str, flags: int) -> int:
+    """An `opener` for open(): the file is created 0644 whatever the umask, and one that is
+    there already is made 0644 too (fchmod fails on another user's file: EPERM)."""
+    fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+    try:
+        os.fchmod(fd, 0o644)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def mode_text(st: os.stat_result) -> str:
@@ -71,13 +86,15 @@ def _private_group(gid: int) -> bool:
         return False
 
 
-def owner_problem(path: Path | str, *, ancestors: bool = True) -> str | None:
+def owner_problem(path: Path | str, *, ancestors: bool = True, any_owner: bool = False,
+                  also: int | None = None) -> str | None:
     """Why `path` is not safe from other users, or None: it and (with `ancestors`)
-    every directory above it belong to root or to us and are writable by nobody
-    else. A world-writable sticky directory above it passes (others cannot rename
-    or remove our entries in it); `path` itself must not be writable by others at
-    all. A path that does not exist yet is judged by what exists above it (whoever
-    makes it later owns it, and is judged then)."""
+    every directory above it belong to root or to us (or to the uid `also`; to
+    anyone with `any_owner`, when whose it is was the user's own choice) and are
+    writable by nobody else. A world-writable sticky directory above it passes
+    (others cannot rename or remove our entries in it); `path` itself must not be
+    writable by others at all. A path that does not exist yet is judged by what
+    exists above it (whoever makes it later owns it, and is judged then)."""
     me = os.geteuid()
     p = os.path.realpath(os.fspath(path))  # every directory on the real way there, none through a link
     target = True
@@ -89,7 +106,7 @@ def owner_problem(path: Path | str, *, ancestors: bool = True) -> str | None:
         except OSError as e:
             return f"{p}: {e.strerror}"
         if st is not None:
-            if st.st_uid not in (0, me):
+            if st.st_uid not in (0, me, also) and not any_owner:
                 return f"{p} belongs to uid {st.st_uid}"
             write = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
             if write == stat.S_IWGRP and _private_group(st.st_gid):
@@ -102,3 +119,39 @@ def owner_problem(path: Path | str, *, ancestors: bool = True) -> str | None:
         if not ancestors or p == "/":
             return None
         p = os.path.dirname(p)
+
+
+# -- the user's own store ---------------------------------------------------------------------
+
+STORE_REFUSED = ("refusing the store {root}: {why}; the store and every directory above it must be writable "
+                 "only by their owner (chmod go-w), or set CUDAENV_ROOT to a store of your own")
+
+
+class UntrustedStore(AccessError):
+    """A store (CUDAENV_ROOT) whose table or toolkits others than its owner may change."""
+
+
+def store_problem(root: Path | str, *entries: Path | str) -> str | None:
+    """Why the store at `root` is not safe to select from, or None: it and every directory
+    above it are writable by nobody but their owner (whoever owns the store: CUDAENV_ROOT
+    names it), and each of `entries` (aliases/, versions/, one alias file) in it is too, and
+    belongs to root, this user or the store's owner. Else a group member could rewrite
+    aliases/12.4 and the user's nvcc would run their toolkit."""
+    why = owner_problem(root, any_owner=True)
+    if why is None and entries:
+        try:
+            store_uid = os.stat(root).st_uid
+        except OSError:
+            return None  # no store: nothing in it to trust
+        for entry in entries:
+            why = owner_problem(entry, ancestors=False, also=store_uid)
+            if why:
+                break
+    return why
+
+
+def check_store(root: Path | str, *entries: Path | str) -> None:
+    """Raise UntrustedStore (one line) when store_problem finds one."""
+    why = store_problem(root, *entries)
+    if why:
+        raise UntrustedStore(STORE_REFUSED.format(root=root, why=why))

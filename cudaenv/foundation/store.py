@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from . import safeopen, settings
 from .safeopen import open_regular  # noqa: F401  (store.open_regular: the name its callers use)
+from .ownership import check_store, make_dirs, private_opener  # noqa: F401  (what the store's readers and writers call)
 from .errors import AccessError, CudaenvError
 from .versions import InvalidVersion, Release
 
@@ -329,7 +330,7 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             raise OSError(errno.EEXIST, "exists and is not a regular file; not replacing it", str(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)  # 0755 whatever the umask
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
         # Name the file being written, not the temp name nobody asked for.
@@ -431,7 +432,7 @@ def retire(toolkit_dir: Path) -> dict:
     import secrets
 
     d = trash_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    make_dirs(d)
     os.rename(toolkit_dir, d / f"{toolkit_dir.name}-{os.getpid()}-{secrets.token_hex(4)}")
     return empty_trash()
 

@@ -127,7 +127,7 @@ def trees_held(shas, on_wait=None):
 
     Whoever holds a tree's lock may unpack, replace or link from it; `prune` leaves
     the tree and its archive alone meanwhile."""
-    trees_root().mkdir(parents=True, exist_ok=True)
+    store.make_dirs(trees_root())
     told: list[bool] = []
 
     def waiting():
@@ -155,7 +155,7 @@ def unpack(item, cancel=None, fresh: bool = False, on_read=None) -> tuple[Path, 
         if name.startswith(f".{art.sha256}."):
             shutil.rmtree(trees_root() / name, ignore_errors=True)  # left by a killed install
     tmp = trees_root() / f".{art.sha256}.{os.getpid()}.{secrets.token_hex(4)}"
-    tmp.mkdir()
+    tmp.mkdir(mode=0o755)
     try:
         extract.extract_artifact(item.path, art.kind, tmp, art.subdir, cancel, art.filename, on_read)
         _normalize_modes(tmp, cancel)

@@ -55,7 +55,7 @@ def check_cache_dir() -> Path:
     """The cache directory, refused with one line unless it is safe from other users."""
     d = store.cache_dir()
     try:
-        d.mkdir(parents=True, exist_ok=True)  # made by us now, or judged as whoever made it
+        store.make_dirs(d)  # made by us now (0755), or judged as whoever made it
     except OSError:
         pass  # the write that needs it says why
     why = owner_problem(d)
@@ -99,7 +99,7 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _create_key(path: Path) -> bytes:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    store.make_dirs(path.parent, leaf=0o700)
     tmp = path.with_name(f".{KEY_NAME}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..foundation import diskspace, settings
+from ..foundation.ownership import make_dirs
 from ..foundation.errors import SourceFailureError
 
 CHUNK = 1 << 20
@@ -184,7 +185,7 @@ class _Writer:
         self.dest = Path(dest)
         self.archive = archive
         self.ratio = max_expansion()
-        self.dest.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dest)
         self.root_fd = os.open(self.dest, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         mode = stat.S_IMODE(os.fstat(self.root_fd).st_mode)
         if mode & 0o022:

@@ -187,7 +187,7 @@ def choose(spec: Spec, source: str, profile: str, extra) -> tuple[object, Plan, 
 
 @contextmanager
 def version_lock(release: Release, progress: Progress):
-    store.locks_dir().mkdir(parents=True, exist_ok=True)
+    store.make_dirs(store.locks_dir())
     path = store.locks_dir() / f"{release}.lock"
 
     def waiting():
@@ -231,12 +231,12 @@ def clean_stale_staging() -> list[str]:
 def staging_tree(release: Release):
     """A fresh staging directory, held by its lock for as long as the install runs."""
     d = store.staging_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(d)
     name = f"{release}-{os.getpid()}-{secrets.token_hex(4)}"
     lock_file = d / f"{name}.lock"
     with locking.held(lock_file):
         path = d / name
-        path.mkdir()
+        path.mkdir(mode=0o755)
         try:
             yield path
         finally:
@@ -254,7 +254,7 @@ def check_free_space(path: Path, needed: int, what: str) -> None:
     the free-space floor (diskspace.py), the same floor every later write keeps."""
     from ..foundation import diskspace
 
-    path.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(path)
     try:
         fs = os.statvfs(path)
         floor, free = diskspace.reserve(fs), diskspace.free(fs)
@@ -542,7 +542,7 @@ def _build(src, plan: Plan, spec: Spec, origin: str, extra: set[str], previous: 
     check_free_space(store.cache_dir(), missing, "the download")
     estimate = int(sum((a.size or 0) * registry.expansion(a.kind) for a in to_fetch))
     check_free_space(store.cache_dir(), estimate, "the unpacked archives")
-    store.versions_dir().mkdir(parents=True, exist_ok=True)
+    store.make_dirs(store.versions_dir())
     cross_device = os.stat(store.cache_dir()).st_dev != os.stat(store.versions_dir()).st_dev
     if cross_device:  # files are copied, not linked
         check_free_space(store.versions_dir(), int(sum((a.size or 0) * registry.expansion(a.kind)
@@ -624,7 +624,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _commit(staging: Path, final: Path) -> None:
-    final.parent.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(final.parent)
     if final.exists():
         # Replace the installed tree: readers see the old tree or the new one, never neither.
         if _exchange(staging, final):

@@ -18,7 +18,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ..foundation import programs
+from ..foundation import programs, store
 
 BIN_TOOLS = ("nvcc", "ptxas", "fatbinary", "nvlink", "cudafe++", "bin2c")
 CUDA_ERROR_STUB_LIBRARY = 34
@@ -67,7 +67,7 @@ def build_stub(cuda_h: Path, out: Path) -> None:
     symbols = driver_symbols(cuda_h.read_text(errors="replace"))
     if len(symbols) < 50:
         raise RuntimeError(f"{cuda_h} declares only {len(symbols)} driver API functions")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(out.parent)
     src = out.with_name(f".stub-{os.getpid()}.c")
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     src.write_text(stub_source(symbols))
@@ -103,7 +103,7 @@ def add_driver_stub(root: Path) -> str | None:
             cache.seal_stub(digest)
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         return f"lib64/stubs/libcuda.so: not generated ({e}); `-lcuda` needs a driver's libcuda.so"
-    stubs.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(stubs)
     cache.Linker().place(str(cached), str(stubs / "libcuda.so"))
     return "lib64/stubs/libcuda.so: generated from include/cuda.h (symbols only, like NVIDIA's stub)"
 

@@ -25,6 +25,7 @@ def lookup(spec: Spec, env=None) -> Entry | None:
     if env is os.environ:
         env = None
     d = store.aliases_dir(env)
+    store.check_store(store.root(env), d, store.versions_dir(env), d / spec.text)  # others' table: one line
     if is_stale(env):
         table = refresh(env)
         if table is not None:

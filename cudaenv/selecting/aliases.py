@@ -83,7 +83,7 @@ def write(table: dict[str, Entry]) -> None:
     from . import shared_roots
 
     d = store.aliases_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(d)
     shared_roots.write_marker(d)
     for spec in table:
         parse_spec(spec)  # never write a file name that is not a valid spec

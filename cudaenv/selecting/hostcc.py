@@ -278,7 +278,7 @@ def write_choices(table: dict, env=None) -> dict[str, str]:
             by_root[entry.root] = judged[entry.root]  # type: ignore[assignment]
     if not by_root and not d.exists():
         return by_root
-    d.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(d)
     wanted = {}
     for spec, entry in table.items():
         cc = judged.get(entry.root)

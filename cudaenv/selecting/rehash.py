@@ -128,7 +128,7 @@ def _write_if_changed(path: Path, text: str, mode: int) -> None:
 
 def _write_shims(names: set[str]) -> None:
     d = store.shims_dir()
-    d.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(d)
     # The rare half first, so no shim written below names a file not there yet;
     # it is written even with no shim at all, for a shim a user keeps by hand.
     rare = render_rare()

@@ -177,7 +177,9 @@ def _locate(sel: selection.Selection, env) -> selection.Resolved:
     """The alias entry as the shims read it; a missing or dangling one goes to
     selection.locate, which rebuilds a stale table or says what to install."""
     if not sel.spec.is_system:
-        entry = aliases.read_entry(store.aliases_dir(env) / sel.spec.text)  # the spec is validated
+        d = store.aliases_dir(env)
+        store.check_store(store.root(env), d, store.versions_dir(env), d / sel.spec.text)  # one line, as a lookup
+        entry = aliases.read_entry(d / sel.spec.text)  # the spec is validated
         if entry and os.path.isabs(entry.root) and os.path.isdir(os.path.join(entry.root, "bin")):
             return selection.Resolved(sel, Path(entry.root), entry.release, entry.origin)
     return selection.locate(sel, env)
