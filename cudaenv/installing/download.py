@@ -15,7 +15,7 @@ Every download ends, and ends when asked:
     is stopped (curl's --speed-limit/--speed-time), whatever its size;
   - an archive or document has an overall deadline, retries included, sized to what is
     fetched: its size at the lowest allowed speed plus two low-speed windows, never more
-    than CUDAENV_DOWNLOAD_DEADLINE (right for 2 GB, and a 20 KB manifest gets 80 s);
+    than CUDAENV_DOWNLOAD_DEADLINE (right for 2 GB, and a 20 KB manifest gets 140 s);
   - it may grow no larger than its expected size, or CUDAENV_DOWNLOAD_MAX when the
     source gives none, and never past the free-space floor (diskspace.py);
   - a file:// source is opened without blocking and must be a regular file;
