@@ -52,6 +52,10 @@ MODE_TITLES = {
     "venv": "venv binding (`.venv/bin/python` started in `$HOME`)",
 }
 SRC = "main.cpp kern.cu"
+# The real projects from PyPI, as their sdists: pycuda's setup.py takes CUDA_ROOT =
+# dirname(which nvcc)/.. (and runs only gcc); cuvec is a CMake project (find_package(CUDAToolkit)).
+SDISTS = ("pycuda==2026.1", "cuvec==6.0.1")
+PYCUDA, CUVEC = "pycuda-2026.1", "cuvec-6.0.1"
 CONSUMERS = {
     "torch load()": f"python3 -c \"from torch.utils.cpp_extension import load; load('standin', '{SRC}'.split())\"",
     "torch setup.py": "python3 -c \"from torch.utils.cpp_extension import build_extension; "
@@ -65,14 +69,26 @@ CONSUMERS = {
     "numba-cuda": "python3 -c \"import runpy; runpy.run_path('numba_ptx.py')\"",
     "cupy-cuda13x": "python3 -c \"import runpy; runpy.run_path('cupy_nvrtc.py')\"",
     "triton": "python3 -c \"import runpy; runpy.run_path('triton_compile.py')\"",
+    # Builds that never run nvcc by name, and real projects that are not cudaenv's (sdists from
+    # PyPI, unpacked into the project by the harness: SDISTS).
+    "pycuda (sdist)": f"cd {PYCUDA} && python3 configure.py --no-cuda-enable-curand && python3 ../pycuda_build.py",
+    "Makefile (`CUDA_HOME ?=`)": "make -f nccl.mk",
+    "cuvec (CMake, sdist)": f"cmake -S {CUVEC}/cuvec -B build-cuvec -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 "
+                            "&& cmake --build build-cuvec --target cuvec_cpython",
+    "cuda-core NVRTC": "python3 -c \"import runpy; runpy.run_path('cuda_core_nvrtc.py')\"",
 }
 # Consumers that load the toolkit's libraries (or run its ptxas) in their own process rather
 # than run nvcc: each library is traced in every process, and the result names where each came from.
-LIBRARY_CONSUMERS = ("cuda-pathfinder", "numba-cuda", "cupy-cuda13x", "triton")
+LIBRARY_CONSUMERS = ("cuda-pathfinder", "numba-cuda", "cupy-cuda13x", "triton", "cuda-core NVRTC")
 # Those that need libnvrtc in the toolkit (cudaenv's minimal profile leaves it out).
-NEEDS_NVRTC = ("cuda-pathfinder", "numba-cuda", "cupy-cuda13x")
+NEEDS_NVRTC = ("cuda-pathfinder", "numba-cuda", "cupy-cuda13x", "cuda-core NVRTC")
+# Consumers that run no nvcc: the toolkit they take shows only in the headers and libraries.
+NO_NVCC = ("pycuda (sdist)",)
+# Library consumers whose NVRTC reads the toolkit's headers: the headers their processes open count too.
+READS_HEADERS = ("cuda-core NVRTC",)
 # The releases installed from PyPI for them: the page is about these.
-PY_LIBS = ("cuda-pathfinder==1.9.1", "numba-cuda==0.30.4", "cupy-cuda13x==14.2.0", "triton==3.9.0")
+PY_LIBS = ("cuda-pathfinder==1.9.1", "numba-cuda==0.30.4", "cupy-cuda13x==14.2.0", "triton==3.9.0",
+           "cuda-core==1.2.2")
 # Where each consumer compiles, for the page.
 BUILD_DIRS = {
     "torch load()": "~/.cache/torch_extensions/py311_cu130/standin",
@@ -85,6 +101,10 @@ BUILD_DIRS = {
     "numba-cuda": "in memory",
     "cupy-cuda13x": "in memory",
     "triton": "~/.triton/cache",
+    "pycuda (sdist)": f"./{PYCUDA}/build",
+    "Makefile (`CUDA_HOME ?=`)": "./build-make",
+    "cuvec (CMake, sdist)": "./build-cuvec",
+    "cuda-core NVRTC": "in memory",
 }
 # The doctor checks that judge each consumer (meson has none of doctor's yet).
 JUDGES = {
@@ -98,7 +118,18 @@ JUDGES = {
     "numba-cuda": ("lib-nvrtc", "lib-nvvm", "lib-cudart", "numba-cuda"),
     "cupy-cuda13x": ("lib-nvrtc", "cupy-cuda"),
     "triton": ("triton-ptxas", "triton-ptxas-env"),
+    "pycuda (sdist)": ("store-root",),
+    "Makefile (`CUDA_HOME ?=`)": ("default-root",),
+    "cuvec (CMake, sdist)": ("cmake-finds",),
+    "cuda-core NVRTC": ("lib-nvrtc", "cuda-core"),
 }
+# The rows whose doctor findings the page quotes: the toolkit lookups that no cudaenv code sees.
+QUOTED = ("pycuda (sdist)", "Makefile (`CUDA_HOME ?=`)", "cuda-core NVRTC")
+# The builds in which no cudaenv code runs in a mode (no shim: pycuda runs only gcc on the store
+# root's headers; the Makefile runs the default root's nvcc by its path): there the design's
+# answer is doctor's error, with a fix that works when pasted (DOCTOR_ERROR), not a stop.
+NO_CUDAENV_CODE = {("shims", "pycuda (sdist)"), ("shims", "Makefile (`CUDA_HOME ?=`)")}
+DOCTOR_ERROR = "another toolkit; doctor: error with the fix"
 # The arch doctor plans for (`--arch`): what every library consumer here compiles for. Triton's
 # checks judge its ptxas per GPU arch, and there is no GPU.
 ARCH = "sm_90"
@@ -144,15 +175,16 @@ def cmake_missing(toolkit: Path) -> str | None:
 
 
 def toolkit_with_nvrtc(real: Path, shared: Path) -> tuple[Path, str | None]:
-    """The project's toolkit: the real one with libnvrtc added as a user adds it, `cudaenv
-    install 13.0.3 --with nvrtc` (its minimal profile leaves nvrtc out), in a store of its own in
+    """The project's toolkit: the real one with libnvrtc and the profiler API's headers (pycuda
+    includes cudaProfiler.h) added as a user adds them, `cudaenv install 13.0.3 --with nvrtc
+    --with profiler_api` (its minimal profile leaves both out), in a store of its own in
     `shared`, into which the real toolkit's files are hard-linked first: only the nvrtc archive is
     fetched, and cudaenv replaces trees, never writes into their files, so the real store is
     untouched. (root, None), or (the real toolkit, why not) where that cannot be done (no package
     index, or a toolkit that cudaenv did not install): the consumers that need libnvrtc do not run."""
     store = shared / "nvrtc-store"
     dest = store / "versions" / "13.0.3"
-    if list(dest.glob("lib*/libnvrtc.so*")):
+    if list(dest.glob("lib*/libnvrtc.so*")) and (dest / "include" / "cudaProfiler.h").is_file():
         return dest, None
     real = real.resolve()
     try:
@@ -172,7 +204,8 @@ def toolkit_with_nvrtc(real: Path, shared: Path) -> tuple[Path, str | None]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDAENV_")}
     env.update(CUDAENV_ROOT=str(store), CUDAENV_CACHE_DIR=str(shared / "nvrtc-downloads"), CUDAENV_SYSTEM_SEARCH="",
                PYTHONPATH=str(REPO))
-    p = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.3", "--with", "nvrtc", "--quiet",
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "install", "13.0.3", "--with", "nvrtc", "--with", "profiler_api",
+                        "--quiet",
                         "--source", receipt.get("source", "pypi")], env=env, capture_output=True, text=True, timeout=900)
     shutil.rmtree(shared / "nvrtc-downloads", ignore_errors=True)
     if p.returncode != 0 or not list(dest.glob("lib*/libnvrtc.so*")):
@@ -230,6 +263,9 @@ class World:
     pylibs: Path | None = None  # the library consumers from PyPI (PY_LIBS), shared by both interpreters
     pylibs_missing: str | None = None  # why they are not installed, or None
     nvrtc_missing: str | None = None  # why the selected toolkit has no libnvrtc, or None
+    sdists_missing: str | None = None  # why pycuda's and cuvec's sdists are not here, or None
+    default_root: str = "/usr/local/cuda"  # what `CUDA_HOME ?= /usr/local/cuda` takes (default_root())
+    global_is_project: bool = False  # the global selection is the project's toolkit
 
 
 def cli(tmp: Path) -> Path:
@@ -285,6 +321,54 @@ def install_py_libs(dest: Path) -> str | None:
     return None
 
 
+# What pip's metadata step needs to download these sdists without build isolation (with it, pip
+# would build swig from source for cuvec's build requirements), and what pycuda's build imports in an
+# interpreter that has no setuptools (the world's pythons are venvs without pip).
+SDIST_HELPERS = ("setuptools", "wheel", "scikit-build-core", "setuptools_scm")
+
+
+def fetch_sdists(dest: Path) -> str | None:
+    """SDISTS from PyPI (`pip download --no-binary :all:`), unpacked in `dest` (once), with
+    SDIST_HELPERS in dest/helpers; None when they are there, else why not."""
+    if (dest / ".complete").exists():
+        return None
+    shutil.rmtree(dest, ignore_errors=True)
+    home = dest / "home"
+    home.mkdir(parents=True)
+    # pycuda's setup.py counts down 10 seconds where no configuration exists; an empty one is none.
+    (home / ".aksetup-defaults.py").write_text("")
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(dest / "helpers"),
+                        *SDIST_HELPERS], capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        return f"pip install {' '.join(SDIST_HELPERS)} failed: {p.stderr.strip().splitlines()[-1:]}"
+    env = dict(os.environ, HOME=str(home), PYTHONPATH=str(dest / "helpers"))
+    p = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                        "--no-build-isolation", "-d", str(dest / "archives"), *SDISTS],
+                       env=env, capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        return f"pip download {' '.join(SDISTS)} failed: {p.stderr.strip().splitlines()[-1:]}"
+    import tarfile
+
+    for archive in sorted((dest / "archives").glob("*.tar.gz")):
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    if not all((dest / name).is_dir() for name in (PYCUDA, CUVEC)):
+        return f"the sdists of {' '.join(SDISTS)} did not unpack to {PYCUDA} and {CUVEC}"
+    (dest / ".complete").write_text("")
+    return None
+
+
+def default_root(selected: Path, other: Path) -> tuple[str, dict]:
+    """The default root a Makefile's `CUDA_HOME ?= /usr/local/cuda` takes here, and the setting
+    that tells doctor the same: /usr/local/cuda itself where it is a toolkit other than the
+    project's (a machine's own, as NVIDIA's installers leave it), else the world's system toolkit
+    with CUDAENV_CONSUMER_DEFAULT_ROOT naming it (no file outside the test's directory is written)."""
+    usr = Path("/usr/local/cuda")
+    if os.access(usr / "bin" / "nvcc", os.X_OK) and usr.resolve() != selected.resolve():
+        return str(usr), {}
+    return str(other), {"CUDAENV_CONSUMER_DEFAULT_ROOT": str(other)}
+
+
 def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> World:
     """`shared` holds what every world can reuse (the project's toolkit with libnvrtc added,
     the second toolkit, meson, the library consumers)."""
@@ -296,6 +380,9 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
     meson_missing = install_meson(meson_dir)
     pylibs = shared / "pylibs"
     pylibs_missing = install_py_libs(pylibs)
+    sdists = shared / "sdists"
+    sdists_missing = fetch_sdists(sdists)
+    the_default_root, default_setting = default_root(selected, other)
     root = tmp / "root"
     (root / "versions").mkdir(parents=True)
     os.symlink(selected, root / "versions" / "13.0.3")
@@ -304,6 +391,11 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
         d.mkdir()
     for src in sorted((DATA / "src").iterdir()):
         shutil.copy(src, project / src.name)
+    mk = project / "nccl.mk"
+    mk.write_text(mk.read_text().replace("CUDA_HOME ?= /usr/local/cuda\n", f"CUDA_HOME ?= {the_default_root}\n"))
+    if sdists_missing is None:
+        for name in (PYCUDA, CUVEC):
+            shutil.copytree(sdists / name, project / name, symlinks=True)
     (project / ".cuda-version").write_text("13.0.3\n")
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
@@ -332,6 +424,9 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
         # in the world's python3 instead: doctor's probe of an interpreter reads no PYTHONPATH).
         "PYTHONPATH": str(REPO),
         "CUDAENV_LIVE": "never",
+        # setuptools for pycuda's build (pycuda_build.py puts it on sys.path).
+        "BUILDDEPS": str(sdists / "helpers"),
+        **default_setting,
     })
     run = [sys.executable, "-m", "cudaenv"]
     subprocess.run(run + ["rehash"], env=env, check=True, capture_output=True)
@@ -340,7 +435,8 @@ def make_world(tmp: Path, shared: Path, global_is_project: bool = False) -> Worl
     init = subprocess.run(run + ["init", "-", "bash"], env=env, check=True, capture_output=True, text=True).stdout
     (home / ".bashrc").write_text(init)
     return World(tmp, root, project, home, out, selected.resolve(), other.resolve(), env, meson_missing,
-                 cmake_missing(selected), pylibs=pylibs, pylibs_missing=pylibs_missing, nvrtc_missing=nvrtc_missing)
+                 cmake_missing(selected), pylibs=pylibs, pylibs_missing=pylibs_missing, nvrtc_missing=nvrtc_missing,
+                 sdists_missing=sdists_missing, default_root=the_default_root, global_is_project=global_is_project)
 
 
 def bound_venv(world: World) -> Path:
@@ -435,10 +531,15 @@ def label(world: World, path: str) -> str | None:
     return None
 
 
-def run_traced(world: World, mode: str, command: str, library: bool = False, extra: dict | None = None) -> Traced | None:
+_TOOLKIT_HEADER = re.compile(r"/include/.*\.(h|hpp|cuh)$")
+
+
+def run_traced(world: World, mode: str, command: str, library: bool = False, extra: dict | None = None,
+               headers: bool = False) -> Traced | None:
     """`command` run in `mode` under strace. A build's nvcc, headers and libraries count where
     its compilers and linkers open them; with `library` (a library consumer), the libraries any
-    of its processes loads (_LOADED) and every ptxas that runs."""
+    of its processes loads (_LOADED) and every ptxas that runs; with `headers` too, the toolkit
+    headers any of its processes opens (NVRTC reads them in the consumer's own process)."""
     spec = mode_command(world, mode, command, extra)
     if spec is None:
         return None
@@ -471,6 +572,11 @@ def run_traced(world: World, mode: str, command: str, library: bool = False, ext
                 if lib and lab:
                     t.loaded.setdefault(lib.group(1) or lib.group(2), set()).add(lab)
                     t.files.setdefault(lab, m.group(1))
+                elif headers and _TOOLKIT_HEADER.search(m.group(1)):
+                    lab = label(world, m.group(1))
+                    if lab:
+                        t.loaded.setdefault("headers", set()).add(lab)
+                        t.files.setdefault(lab, m.group(1))
                 continue
             if not m or exe not in _COMPILERS:
                 continue
@@ -485,10 +591,10 @@ def run_traced(world: World, mode: str, command: str, library: bool = False, ext
     return t
 
 
-def outcome(t: Traced, library: bool = False) -> str:
+def outcome(t: Traced, library: bool = False, nvcc: bool = True) -> str:
     """What happened, in the page's words: "selected", "stopped by cudaenv", "WRONG ...", "failed ...";
     for a library consumer, "selected", TRITON_OWN, "mixed: ..." (which library came from which
-    toolkit) or "failed ..."."""
+    toolkit) or "failed ...". `nvcc`: the consumer runs nvcc (pycuda's build runs only gcc)."""
     if library and t.returncode == 0:
         labels = set().union(*t.loaded.values()) if t.loaded else set()
         if labels == {"selected"}:
@@ -504,19 +610,22 @@ def outcome(t: Traced, library: bool = False) -> str:
             "; ".join(f"{', '.join(names)} {words[lab]}" for lab, names in by.items())
     used = t.nvcc | t.headers | t.libs
     if t.returncode == 0:
-        if used == {"selected"} and t.nvcc == {"selected"}:
+        if used == {"selected"} and t.nvcc == ({"selected"} if nvcc else set()):
             return "selected"
         wrong = sorted(used - {"selected"})
         return f"WRONG: {' + '.join(wrong) or 'no toolkit'}" + (" mixed with selected" if "selected" in used else "")
     if re.search(r"^cudaenv: ", t.output, re.M):
         return "stopped by cudaenv"
-    last = [ln for ln in t.output.splitlines() if re.search(r"error|Error|cannot|not found", ln)]
+    wrong = sorted(used - {"selected"})
+    then = f"WRONG: {' + '.join(wrong)}, then " if wrong else ""
+    last = [ln for ln in t.output.splitlines() if re.search(r"error|Error|cannot|not found", ln)
+            and not ln.startswith("bash: cannot set terminal process group")]
     if library:  # a Python traceback's last line says what failed: the exception (without its
         # module) and its message up to the next colon
         raised = [ln for ln in t.output.splitlines() if re.match(r"\w[\w.]*(Error|Exception): ", ln)]
         last = [": ".join(re.sub(r"^(\w+\.)+", "", raised[-1]).split(": ", 2)[:2])] if raised else last
     first = last[0] if last else (t.output.strip().splitlines() or ["?"])[-1]
-    return f"failed: {first[:100]}"
+    return f"{then}failed: {first[:100]}"
 
 
 def cudaenv_message(t: Traced) -> str | None:
@@ -594,10 +703,10 @@ def matrix(world: World, extra: dict | None = None) -> dict:
                 row[consumer] = (f"not run: {why}", "-", "", ())
                 continue
             library = consumer in LIBRARY_CONSUMERS
-            t = run_traced(world, mode, command, library, extra)
+            t = run_traced(world, mode, command, library, extra, consumer in READS_HEADERS)
             assert t is not None
             status, _ = verdict(report, consumer)
-            row[consumer] = (outcome(t, library), status, cudaenv_message(t) or "", findings(report, consumer))
+            row[consumer] = (outcome(t, library, consumer not in NO_NVCC), status, cudaenv_message(t) or "", findings(report, consumer))
             clean(world)
     return cells
 
@@ -608,6 +717,8 @@ def not_run(world: World, consumer: str) -> str | None:
         return world.meson
     if consumer in LIBRARY_CONSUMERS:
         return world.pylibs_missing or (world.nvrtc_missing if consumer in NEEDS_NVRTC else None)
+    if "sdist" in consumer:
+        return world.sdists_missing
     return world.cmake if consumer.startswith("CMake") else None
 
 
@@ -615,8 +726,63 @@ def clean(world: World) -> None:
     """Remove every build's output, so each cell builds from nothing."""
     for d in (world.project / "build", world.project / "build-cmake", world.project / "build-meson",
               world.home / ".cache" / "torch_extensions", world.home / ".cache" / "flashinfer", world.out / "cmake",
-              world.home / ".triton"):
+              world.home / ".triton", world.project / "build-make", world.project / "build-cuvec",
+              world.project / PYCUDA / "build"):
         shutil.rmtree(d, ignore_errors=True)
+    (world.project / PYCUDA / "siteconf.py").unlink(missing_ok=True)
+
+
+# The shims-only design, measured. The store root ($CUDAENV_ROOT, dirname(dirname(which nvcc))
+# with only the shims) can carry one toolkit's headers and libraries for every directory, and no
+# file in it can know which directory a compile runs for. The alternatives to what the store does
+# (cudaenv/selecting/storelinks.py: links to the global selection's include/, lib64/, ... ) are
+# set up in the world's store root as each would leave it, and the consumers that read the store
+# root are built with only the shims, in the project (which selects another toolkit) and in a
+# world whose global selection is the project's: DESIGN_WORLDS x DESIGN_ROWS x DESIGNS.
+DESIGNS = {
+    "links": "links to the global selection's toolkit (the store's design)",
+    "none": "no store-root headers or libraries",
+    "guard": "guard headers (each header in the store root's `include/` an `#error` naming the fix)",
+}
+DESIGN_ROWS = ("torch load()", "pycuda (sdist)")
+DESIGN_WORLDS = {"project": "project selects another toolkit", "global": "project selects the global one"}
+_LINKED = ("include", "lib64", "lib", "nvvm", "targets", "extras")
+GUARD = ('#error "cudaenv: the store root is not a toolkit; run the build with the selection: '
+         'eval \\"$(cudaenv env)\\" (or cudaenv exec -- BUILD)"\n')
+
+
+def set_design(world: World, design: str) -> None:
+    """Leave the world's store root as `design` would (DESIGNS); "links" is what `cudaenv rehash`
+    makes."""
+    for name in _LINKED:
+        path = world.root / name
+        if path.is_symlink():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+    if design == "guard":
+        toolkit = world.selected if world.global_is_project else world.other
+        (world.root / "include").mkdir()
+        for header in sorted((toolkit / "include").iterdir()):
+            if header.is_file() and header.suffix in (".h", ".hpp"):
+                (world.root / "include" / header.name).write_text(GUARD)
+    if design == "links":
+        subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=world.env, check=True, capture_output=True)
+
+
+def design_cell(world: World, design: str, consumer: str) -> str:
+    """The outcome of `consumer` built with only the shims in a store root left as `design`."""
+    set_design(world, design)
+    try:
+        t = run_traced(world, "shims", CONSUMERS[consumer])
+    finally:
+        set_design(world, "links")
+        clean(world)
+    assert t is not None
+    result = outcome(t, False, consumer not in NO_NVCC)
+    if t.returncode and "#error" in t.output and "cudaenv: the store root is not a toolkit" in t.output:
+        return "stopped by the guard header"
+    return result
 
 
 SAFETY = {
@@ -702,6 +868,36 @@ but no libnvrtc. So:
   GPU (sm_90 here, `--arch sm_90`) and names it.
 """
 
+DESIGN_TEXT = """\
+With only the shims on `PATH`, `dirname(dirname(which nvcc))` is the store root,
+`$CUDAENV_ROOT`, shared by every directory. A file there cannot know which directory a compile
+runs for, so its `include/` and `lib64/` can hold one toolkit's files, or none, or files that
+refuse every compile. Three designs were measured, each left in the store root as it would
+leave it, with the consumers that take the store root for their toolkit (torch's `load()`,
+which stands for torch's `setup.py` and FlashInfer too, as they run the same lookup and the
+same nvcc shim; and pycuda, whose build runs no cudaenv code), in the project and in a project
+whose selection is also the global one:
+
+- **Chosen: links to the global selection** (`cudaenv/selecting/storelinks.py`, unchanged).
+  Where the directory selects the global toolkit, every such build uses the selection. Where it
+  selects another, a build that runs `nvcc` by name reaches the shim, which stops it with the
+  store root's headers on its line; a build that runs no cudaenv code (pycuda) uses the global
+  toolkit, and `cudaenv doctor` run in that shell for that directory says error (`store-root`)
+  with the fix, which the tests paste and rebuild with. Likewise for a Makefile's
+  `CUDA_HOME ?= /usr/local/cuda` (`default-root`).
+- **No store-root headers or libraries**: no build uses another toolkit, but every one that
+  takes the store root fails with a compiler's "No such file", and so do the builds where the
+  selection is the global one, which build with it today.
+- **Guard headers**: each header in the store root's `include/` an `#error` naming the fix.
+  The same as the last, with cudaenv's words in the error: the builds that select the global
+  toolkit stop too.
+
+Neither alternative reaches the Makefile, which reads `/usr/local/cuda`, not the store root, and
+both break builds that work. The answer for every build that no cudaenv code reaches is the
+hook, `cudaenv exec --`, the venv binding, or `eval "$(cudaenv env)"` in the shell that builds,
+and doctor says so where it is missing. The measured outcomes:
+"""
+
 LD_TEXT = """\
 With `CUDAENV_LD_LIBRARY_PATH=0`, the hook, `cudaenv exec` and the venv binding leave
 `LD_LIBRARY_PATH` alone and set only `CUDA_PATH`: libnvrtc and libdevice come from the
@@ -713,7 +909,7 @@ the CUDA runtime statically), so it builds with the selection either way.
 """
 
 
-def render(cells: dict, ld_cells: dict | None = None) -> str:
+def render(cells: dict, ld_cells: dict | None = None, design: dict | None = None) -> str:
     lines = [
         "# Build modes: which toolkit a build really uses",
         "",
@@ -736,6 +932,12 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
         "  the fix (the tests fail where it says ok).",
         "- **Triton's own**: Triton ran the ptxas bundled in its wheel, as it does by design.",
         "- **failed**: the consumer stopped with its own error (shown); doctor must say why.",
+        f"- **{DOCTOR_ERROR}**: a build in which no cudaenv code runs used another toolkit (named):",
+        "  no shim was executed (pycuda's `setup.py` runs only gcc, on the store root's headers; the",
+        "  Makefile runs its default root's `nvcc` by its path). `cudaenv doctor`, in that shell for that",
+        "  directory, said error with a fix, and the tests paste that fix into the shell before the same",
+        "  build, which then uses the selection. Any other cell where another toolkit was used fails",
+        "  the tests unless doctor says error.",
         "- doctor: the status of the checks that judge the consumer (`store-root`, `torch-finds`,",
         "  `flashinfer-finds`, `cmake-finds`, `lib-nvrtc`, `lib-nvvm`, `lib-cudart`, `numba-cuda`,",
         "  `cupy-cuda`, `triton-ptxas`); `-` where doctor has no check for it. It is `ok` exactly where",
@@ -746,6 +948,22 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
         "and `setup.py` version check; FlashInfer 0.7.4's `get_cuda_path` and `ninja -C` into its",
         "cache. CMake and meson are the real programs, and so are the library consumers (below).",
         "",
+        f"pycuda is its sdist from PyPI ({PYCUDA}): its own `configure.py` (with",
+        "`--no-cuda-enable-curand`: cudaenv's toolkits have no libcurand unless asked) writes",
+        "`CUDA_ROOT = dirname(which nvcc)/..` into `siteconf.py`, then its own `setup.py` computes the",
+        "`_driver` extension's include and library directories, libraries and flags from it, and",
+        "`tests/data/buildmodes/src/pycuda_build.py` builds that extension with pycuda's build command",
+        "from one of its sources (`src/cpp/cuda.cpp`, which includes `<cuda.h>`), linked with its",
+        "`-L` and `-lcuda`: the compile and link lines are pycuda's, without the shipped Boost's",
+        "sources, which read nothing of the toolkit. cuvec is a real CMake project from PyPI",
+        f"({CUVEC}'s sdist; `find_package(CUDAToolkit)`, `enable_language(CUDA)`), configured and built",
+        "for one target, `cuvec_cpython`. The Makefile (`tests/data/buildmodes/src/nccl.mk`) is NCCL's",
+        "lookup: `CUDA_HOME ?= /usr/local/cuda`, `NVCC ?= $(CUDA_HOME)/bin/nvcc`, headers and",
+        "libcudart from under it; here `/usr/local/cuda` is the machine's own toolkit, not the",
+        "project's. cuda-core 1.2.2 compiles a kernel that includes `cuda_fp16.h` to PTX with",
+        "`Program(...).compile(\"ptx\")` (NVRTC; no GPU); its cell names whose libnvrtc and whose",
+        "headers its process opened.",
+        "",
         "| consumer (builds in) | " + " | ".join(MODE_TITLES[m] for m in MODES) + " |",
         "|---|" + "---|" * len(MODES),
     ]
@@ -755,10 +973,10 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
         row = [f"{consumer} (`{BUILD_DIRS[consumer]}`)"]
         for mode in MODES:
             result, status, message, found = cells[mode][consumer]
-            row.append(f"{result}; doctor: {status}")
+            row.append(shown(result, status, found))
             if message:
                 messages.setdefault(_generic(message), []).append(f"{consumer} ({MODE_TITLES[mode]})")
-            if consumer in LIBRARY_CONSUMERS:
+            if consumer in LIBRARY_CONSUMERS or consumer in QUOTED:
                 for check, st, text, fix in found:
                     key = _generic(f"[{st}] {check}: {text}" + (f"\n  fix: {fix}" if fix else ""))
                     where = said.setdefault(key, [])
@@ -781,6 +999,14 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
                     if f"{MODE_TITLES[mode]}, {LD_TITLE}" not in where:
                         where.append(f"{MODE_TITLES[mode]}, {LD_TITLE}")
             lines.append("| " + " | ".join(row) + " |")
+    if design:
+        lines += ["", "## Shims only: the design", "", *DESIGN_TEXT.splitlines(), "",
+                  "| consumer, only the shims on PATH | " + " | ".join(DESIGNS.values()) + " |",
+                  "|---|" + "---|" * len(DESIGNS)]
+        for where, title in DESIGN_WORLDS.items():
+            for consumer in DESIGN_ROWS:
+                lines.append(f"| {consumer}, {title} | " + " | ".join(
+                    design[(where, d, consumer)] for d in DESIGNS) + " |")
     lines += ["", "## Which modes are safe for JIT builds", ""]
     for mode in MODES:
         lines += [f"- **{MODE_TITLES[mode]}**: {SAFETY[mode]}", ""]
@@ -794,6 +1020,14 @@ def render(cells: dict, ld_cells: dict | None = None) -> str:
         for text, where in said.items():
             lines += [f"- {'; '.join(where)}:", "", "  ```", *(f"  {ln}" for ln in text.splitlines()), "  ```", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def shown(result: str, status: str, found: tuple) -> str:
+    """A cell as the page shows it: DOCTOR_ERROR where another toolkit was used and doctor said
+    error, with a fix; else the outcome and doctor's status."""
+    if result.startswith("WRONG") and status == "error" and any(f[3] for f in found if f[1] == "error"):
+        return f"{DOCTOR_ERROR} ({result.removeprefix('WRONG: ')})"
+    return f"{result}; doctor: {status}"
 
 
 def _generic(message: str) -> str:
@@ -817,8 +1051,12 @@ def main(argv: list[str]) -> int:
         tmp = Path(d)
         (tmp / "shared").mkdir()
         (tmp / "w").mkdir()
+        (tmp / "g").mkdir()
         world = make_world(tmp / "w", tmp / "shared")
-        text = render(matrix(world), matrix(world, LD_SETTING))
+        worlds = {"project": world, "global": make_world(tmp / "g", tmp / "shared", global_is_project=True)}
+        design = {(where, d, c): design_cell(worlds[where], d, c) for where in DESIGN_WORLDS for c in DESIGN_ROWS
+                  for d in DESIGNS}
+        text = render(matrix(world), matrix(world, LD_SETTING), design)
     if "--write" in argv:
         DOC.write_text(text)
         print(f"wrote {DOC}")

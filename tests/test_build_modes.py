@@ -27,6 +27,12 @@ EXPECTED = {
     ("shims", "torch load()"): "stopped by cudaenv",
     ("shims", "torch setup.py"): "stopped by cudaenv",
     ("shims", "FlashInfer JIT"): "stopped by cudaenv",
+    # No cudaenv code runs in these builds with only the shims: pycuda's setup.py takes the store
+    # root (dirname(which nvcc)/..) and runs only gcc; the Makefile runs the default root's nvcc
+    # by its path. The design's answer there is doctor's error, whose fix, pasted, makes the build
+    # use the selection (test_cell runs it).
+    ("shims", "pycuda (sdist)"): bm.DOCTOR_ERROR,
+    ("shims", "Makefile (`CUDA_HOME ?=`)"): bm.DOCTOR_ERROR,
 }
 # meson, with no CUDA_PATH, takes /usr/local/cuda: where that is a toolkit the shim sees its
 # headers on nvcc's line and stops; where there is none, meson stops itself at configure
@@ -48,7 +54,8 @@ if USR_LOCAL_CUDA and not USR_LOCAL_CUDA_IS_SELECTED:
 # set LD_LIBRARY_PATH, and doctor warns.
 LOADER = {lib: libsearch.dlopen_path(libsearch.libraries()["pathfinder"][lib]["sonames"], {})
           for lib in ("nvrtc", "nvvm", "cudart")}
-LOADS = {"cuda-pathfinder": ("nvrtc", "nvvm"), "numba-cuda": ("nvrtc", "nvvm", "cudart"), "cupy-cuda13x": ("nvrtc",)}
+LOADS = {"cuda-pathfinder": ("nvrtc", "nvvm"), "numba-cuda": ("nvrtc", "nvvm", "cudart"), "cupy-cuda13x": ("nvrtc",),
+         "cuda-core NVRTC": ("nvrtc",)}
 
 
 def library_expected(mode: str, consumer: str, ld_off: bool = False) -> str | None:
@@ -59,6 +66,8 @@ def library_expected(mode: str, consumer: str, ld_off: bool = False) -> str | No
         return None if LOADER["nvrtc"] else "failed"
     if not ld_off:
         return "selected"  # LD_LIBRARY_PATH names the selection's lib64 before the loader's configuration
+    if consumer in bm.READS_HEADERS:
+        return None  # its header root follows the loader's libcudart: this machine decides, doctor must agree
     provided = [bool(LOADER[lib]) for lib in LOADS[consumer]]
     if not any(provided):
         return "selected"
@@ -96,7 +105,12 @@ def doctor_in(world, doctors, mode):
     return doctors[mode]
 
 
-@pytest.mark.parametrize("consumer", list(bm.CONSUMERS))
+# The rows that fetch their consumer from PyPI (the world fetches them once, for all cells).
+NETWORK = ("pycuda (sdist)", "cuvec (CMake, sdist)", "cuda-core NVRTC")
+
+
+@pytest.mark.parametrize("consumer", [pytest.param(c, marks=pytest.mark.network) if c in NETWORK else c
+                                      for c in bm.CONSUMERS])
 @pytest.mark.parametrize("mode", bm.MODES)
 def test_cell(world, doctors, mode, consumer):
     if bm.not_run(world, consumer):
@@ -107,11 +121,11 @@ def test_cell(world, doctors, mode, consumer):
         pytest.skip(f"the {mode} mode is not part of this build")
     library = consumer in bm.LIBRARY_CONSUMERS
     try:
-        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer], library)
+        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer], library, headers=consumer in bm.READS_HEADERS)
     finally:
         bm.clean(world)
     assert t is not None
-    result = bm.outcome(t, library)
+    result = bm.outcome(t, library, consumer not in bm.NO_NVCC)
     status, verdicts = bm.verdict(report, consumer)
     message = bm.cudaenv_message(t) or ""
     CELLS.setdefault(mode, {})[consumer] = (result, status, message, bm.findings(report, consumer))
@@ -123,12 +137,32 @@ def test_cell(world, doctors, mode, consumer):
     if (mode, consumer) == ("shims", "meson") and not USR_LOCAL_CUDA:
         assert result.startswith("failed") and "CUDA_PATH" in t.output and not (t.nvcc | t.headers | t.libs), detail
         return
-    assert result in ("selected", "stopped by cudaenv"), detail
+    if result.startswith("WRONG"):
+        # Another toolkit was used: doctor must say error, with a fix.
+        fixes = [f[3] for f in CELLS[mode][consumer][3] if f[1] == "error" and f[3]]
+        assert status == "error" and fixes, f"doctor says {status} ({verdicts}) where the build was {result}\n{detail}"
+        assert (mode, consumer) in bm.NO_CUDAENV_CODE, detail
+        assert bm.shown(result, status, CELLS[mode][consumer][3]).startswith(bm.DOCTOR_ERROR), detail
+        check_fix_works(world, mode, consumer, fixes[0])
+        result = bm.DOCTOR_ERROR
+    assert result in ("selected", "stopped by cudaenv", bm.DOCTOR_ERROR), detail
     assert result == EXPECTED.get((mode, consumer), "selected"), detail
     if result == "stopped by cudaenv":
         # One line, starting with "cudaenv:", that holds a fix.
         assert message.count("\n") == 0 and ("cudaenv exec --" in message or "export CUDA_HOME=" in message), message
     assert bm.agrees(result, status), f"doctor says {status} ({verdicts}) where the build was {result}"
+
+
+def check_fix_works(world, mode, consumer, fix):
+    """doctor's fix, pasted into the shell that ran the build before it runs again, makes the
+    build use the selection."""
+    try:
+        t = bm.run_traced(world, mode, f"{fix}\n{bm.CONSUMERS[consumer]}")
+    finally:
+        bm.clean(world)
+    assert t is not None
+    result = bm.outcome(t, False, consumer not in bm.NO_NVCC)
+    assert result == "selected", f"{mode} / {consumer} after doctor's fix ({fix!r}): {result}\n{t.output[-2000:]}"
 
 
 def test_the_venv_modes_doctor_judges_the_bound_python(world, doctors):
@@ -149,6 +183,9 @@ def check_library_cell(report, mode, consumer, t, result, status, verdicts, deta
         assert result.startswith(expected), detail
     assert not result.startswith("WRONG"), detail
     assert bm.agrees(result, status), f"doctor says {status} ({verdicts}) where {consumer} was {result}\n{detail}"
+    if not ld_off and result.startswith(("mixed", "not the selection's")):
+        # Another toolkit's library was used: in the four modes doctor must say error, not only warn.
+        assert status == "error", f"doctor says {status} ({verdicts}) where {consumer} was {result}\n{detail}"
     if consumer == "triton":
         # doctor names the ptxas Triton ran.
         ran = {os.path.basename(f) for f in t.ptxas}
@@ -181,7 +218,7 @@ def test_library_cell_with_cudaenv_ld_library_path(world, ld_doctors, mode, cons
     if report is None:
         pytest.skip(f"the {mode} mode is not part of this build")
     try:
-        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer], True, bm.LD_SETTING)
+        t = bm.run_traced(world, mode, bm.CONSUMERS[consumer], True, bm.LD_SETTING, consumer in bm.READS_HEADERS)
     finally:
         bm.clean(world)
     assert t is not None
@@ -190,6 +227,56 @@ def test_library_cell_with_cudaenv_ld_library_path(world, ld_doctors, mode, cons
     LD_CELLS.setdefault(mode, {})[consumer] = (result, status, "", bm.findings(report, consumer))
     detail = f"{mode} / {consumer} with CUDAENV_LD_LIBRARY_PATH=0: {result}; loaded {t.loaded}; {t.files}\n{t.output[-2000:]}"
     check_library_cell(report, mode, consumer, t, result, status, verdicts, detail, ld_off=True)
+
+
+@pytest.fixture(scope="module")
+def global_world(tmp_path_factory, shared):
+    """A world whose global selection is the project's toolkit."""
+    return bm.make_world(tmp_path_factory.mktemp("global-world"), shared, global_is_project=True)
+
+
+def test_with_the_global_selection_the_store_root_is_one_toolkit(global_world):
+    """Where the project's toolkit is also the global one, the store root's include/ and
+    lib64/ are that toolkit's: torch's load() with only the shims builds with it, and doctor
+    says ok."""
+    w = global_world
+    t = bm.run_traced(w, "shims", bm.CONSUMERS["torch load()"])
+    assert t is not None and bm.outcome(t) == "selected", t.output[-2000:]
+    report = bm.doctor(w, "shims")
+    assert report is not None
+    assert bm.verdict(report, "torch load()")[0] == "ok"
+
+
+DESIGN_CELLS: dict = {}  # (world, design, consumer) -> outcome, read by the page test
+
+
+@pytest.mark.parametrize("consumer", [pytest.param(c, marks=pytest.mark.network) if c in NETWORK else c
+                                      for c in bm.DESIGN_ROWS])
+@pytest.mark.parametrize("where", list(bm.DESIGN_WORLDS))
+def test_shims_design_alternatives(world, global_world, where, consumer):
+    """The shims-only design, measured: the consumers that take the store root for their toolkit
+    root, built with only the shims in a store root left as each alternative would leave it
+    (bm.DESIGNS), in the project (which selects another toolkit than the global one) and in a
+    world whose global selection is the project's. The store's design (links to the global
+    selection) is the only one that keeps the second world's builds working; in the first, the
+    one build that runs no cudaenv code (pycuda) uses the global toolkit, and doctor says error
+    (test_cell). Removing the links or guarding the headers stops it, and breaks the second
+    world."""
+    w = world if where == "project" else global_world
+    if bm.not_run(w, consumer):
+        pytest.skip(bm.not_run(w, consumer))
+    got = {design: bm.design_cell(w, design, consumer) for design in bm.DESIGNS}
+    for design, result in got.items():
+        DESIGN_CELLS[(where, design, consumer)] = result
+    detail = f"{where} / {consumer}: {got}"
+    if where == "global":
+        assert got["links"] == "selected", detail
+        assert got["none"].startswith("failed") and got["guard"] == "stopped by the guard header", detail
+    else:
+        expected = "stopped by cudaenv" if consumer == "torch load()" else "WRONG: global"
+        assert got["links"].startswith(expected), detail
+        assert not got["none"].startswith("WRONG") and got["guard"] in ("stopped by the guard header",
+                                                                      "stopped by cudaenv"), detail
 
 
 def test_the_page_is_this_matrix(world):
@@ -206,20 +293,11 @@ def test_the_page_is_this_matrix(world):
     if not LOADER_IS_USR_LOCAL_CUDA:
         pytest.skip("the page was made on a machine whose loader configuration names /usr/local/cuda's libnvvm and "
                     "libcudart and no libnvrtc (the library consumers' cells depend on it)")
-    text = bm.render(cells, ld_cells)
+    design = {key: DESIGN_CELLS[key] for key in DESIGN_CELLS}
+    if len(design) != len(bm.DESIGN_WORLDS) * len(bm.DESIGN_ROWS) * len(bm.DESIGNS):
+        pytest.skip("not every cell of the shims-only design ran here")
+    text = bm.render(cells, ld_cells, design)
     if UPDATE:  # as for tests/golden: rewrite after an intended change
         bm.DOC.write_text(text)
     assert bm.DOC.is_file() and bm.DOC.read_text() == text, \
         "docs/build-modes.md is stale: run python tests/buildmodes.py --write"
-
-
-def test_with_the_global_selection_the_store_root_is_one_toolkit(tmp_path_factory, shared):
-    """Where the project's toolkit is also the global one, the store root's include/ and
-    lib64/ are that toolkit's: torch's load() with only the shims builds with it, and doctor
-    says ok."""
-    w = bm.make_world(tmp_path_factory.mktemp("global-world"), shared, global_is_project=True)
-    t = bm.run_traced(w, "shims", bm.CONSUMERS["torch load()"])
-    assert t is not None and bm.outcome(t) == "selected", t.output[-2000:]
-    report = bm.doctor(w, "shims")
-    assert report is not None
-    assert bm.verdict(report, "torch load()")[0] == "ok"
