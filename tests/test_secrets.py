@@ -164,3 +164,9 @@ def test_pypi_signed_links_and_index_userinfo_stay_out_of_output_and_shared_file
              CUDAENV_CACHE_DIR=str(tmp_path / "cache2"))
     assert r.returncode != 0 and "404" in r.stderr, r.stderr
     _no_secret_anywhere(tmp_path, r, SECRET, QUERY_SECRET)
+
+
+def test_mirror_create_refusing_an_upstream_hides_its_token(tmp_path):
+    r = _cli(tmp_path, "mirror", "create", str(tmp_path / "m"), "13.0", "--from", f"ftp://ci:{SECRET}@h/")
+    assert r.returncode != 0 and "--from" in r.stderr and "***@h" in r.stderr, r.stderr
+    _no_secret_anywhere(tmp_path, r, SECRET)

@@ -51,10 +51,10 @@ def create(directory: str, versions: tuple[str, ...], profile: str, platforms: s
     from ..installing.download import DownloadError
     from ..installing.mirror import MirrorError, create as run
     from ..foundation.progress import Progress, human_bytes
-    from ..installing.sources.base import SourceError
+    from ..installing.sources.base import SourceError, redact
 
     if upstream is not None and not upstream.startswith(("http://", "https://", "file://")):
-        fail(f"--from {upstream[:80]!r}: allowed are http://, https:// or file:// URLs")
+        fail(f"--from {redact(upstream)[:80]!r}: allowed are http://, https:// or file:// URLs")
     if upstream is not None and not upstream.endswith("/"):
         upstream += "/"
     try:
