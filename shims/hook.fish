@@ -31,10 +31,19 @@ if not set -q __cudaenv_saved
     set -g __cudaenv_missing
 end
 
+# The store without trailing slashes; status 1 (with __cudaenv_err) for a value
+# that is not absolute: `~/store` too, which nothing expands (as store.root()).
 function __cudaenv_root
     set -l r $CUDAENV_ROOT
     test -n "$r"; or set r $__cudaenv_default_root
     string replace -r '(?<=.)/+$' '' -- $r
+    string match -q -- '/*' "$r"; and return 0
+    set -l shown @UNPRINTABLE@
+    if string match -qr '^[ -~]*$' -- "$r"
+        set shown (__cudaenv_describe (string escape --style=url -- "$r"))
+    end
+    set -g __cudaenv_err @ROOT_NOT_ABSOLUTE{shown=$shown}@
+    return 1
 end
 
 # The global version file: $CUDAENV_VERSION_FILE (absolute) or $CUDAENV_ROOT/version.
@@ -63,6 +72,13 @@ function __cudaenv_describe -a escaped
         set text (string sub -l 40 -- "$text")...
     end
     echo "'$text'"
+end
+
+# Every message the hook prints goes through here: each byte that is not
+# printable ASCII (a terminal escape or a newline in a directory name) is
+# printed as '?', so no path or value can drive the terminal. One line per argument.
+function __cudaenv_say
+    printf '%s\n' (string replace -ra -- '[^ -~]' '?' $argv) >&2
 end
 
 function __cudaenv_invalid
@@ -106,15 +122,17 @@ end
 # that are not UTF-8 without counting them, so a file of such bytes would be
 # read to its end at every prompt (0.6 s per MB). As in the shims
 # (select.sh's _cudaenv_size_known), the size comes first: from a stamp of our
-# own at the file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@, not older
-# than the file, else from one `wc -c` (fstat, no byte read), which leaves
+# own at the file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@, dated exactly
+# as the file (a file changed or dated back since has another time), for our
+# own files only, else from one `wc -c` (fstat, no byte read), which leaves
 # that stamp. Status 1 past the bound. A size that cannot be measured is
 # status 0: the reads still count what they see.
 function __cudaenv_size_ok -a file
     set -l dir (__cudaenv_root)/@SIZE_STAMPS@
     set -l stamp $dir$file
     string match -q -r -- '/\.\.?(/|$)|//' $file; and set stamp
-    if test -n "$stamp"; and test -O "$stamp"; and not test "$file" -nt "$stamp"
+    test -O "$file"; or set stamp
+    if test -n "$stamp"; and test -O "$stamp"; and not test "$file" -nt "$stamp"; and not test "$file" -ot "$stamp"
         return 0
     end
     set -l wc (__cudaenv_std_tool wc); or return 0
@@ -134,7 +152,8 @@ function __cudaenv_size_ok -a file
         $mkdir -p -- $parent 2>/dev/null; or return 0
     end
     test -O $dir; and test -O $parent; or return 0
-    true >$stamp 2>/dev/null
+    set -l touch (__cudaenv_std_tool touch); or return 0
+    $touch -r $file -- $stamp 2>/dev/null
     return 0
 end
 
@@ -252,7 +271,8 @@ function __cudaenv_foreign -a dir file
     test -k "$dir"; or return 1
     test -O "$file"; and not test -L "$file"; and return 1
     # The owner of /proc/self is our effective user.
-    set -l out (command stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null | string split ' ')
+    set -l stat (__cudaenv_std_tool stat); or return 1
+    set -l out ($stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null | string split ' ')
     or return 1
     test (count $out) = 6; or return 1
     string match -qr '[2367]$' -- $out[1]; or return 1  # the "others" digit has the write bit
@@ -532,7 +552,8 @@ function __cudaenv_untrusted_shared -a store
         set -a dirs $d
     end
     # The owner of /proc/self is our effective user.
-    set -l out (command stat -c '%u %g %U %G %a %n' -- /proc/self $dirs 2>/dev/null); or return 1
+    set -l stat (__cudaenv_std_tool stat); or return 1
+    set -l out ($stat -c '%u %g %U %G %a %n' -- /proc/self $dirs 2>/dev/null); or return 1
     set -l me (string split -m 5 ' ' -- $out[1])
     set -l target 1
     set -l why
@@ -557,7 +578,7 @@ function __cudaenv_untrusted_shared -a store
     test -n "$why"; or return 1
     # Said at once, and once per store in this shell, whose hook selects again and again.
     if not contains -- $store $__cudaenv_untrusted_said
-        printf '%s\n' @SHARED_UNTRUSTED{root=$store,why=$why}@ >&2
+        __cudaenv_say @SHARED_UNTRUSTED{root=$store,why=$why}@
         set -ga __cudaenv_untrusted_said $store
     end
     return 0
@@ -671,7 +692,17 @@ end
 
 # Runs on every directory change and prompt; cheap unless something changed.
 function __cudaenv_hook --on-variable PWD --on-event fish_prompt
+    # A store that is not absolute: said once per value, nothing applied.
     set -l r (__cudaenv_root)
+    or begin
+        set -l bad "badroot|$CUDAENV_ROOT"
+        test "$bad" = "$__cudaenv_key"; and return 1
+        set -g __cudaenv_key $bad
+        set -g __cudaenv_status 1
+        __cudaenv_say "cudaenv: $__cudaenv_err"
+        __cudaenv_restore
+        return 1
+    end
     # The stores themselves (CUDAENV_SHARED_ROOTS too) are looked at when a
     # selection is made, not at every prompt: see the two checks below.
     set -l key "$r|$CONDA_PREFIX|$CUDAENV_LD_LIBRARY_PATH|$CUDAENV_SHARED_ROOTS|"
@@ -721,7 +752,7 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
     set -g __cudaenv_key $key
     set -g __cudaenv_missing
     set -g __cudaenv_status 0
-    test -n "$warn"; and printf '%s\n' $warn >&2
+    test -n "$warn"; and __cudaenv_say $warn
     if test -n "$none"
         __cudaenv_default
         return 0
@@ -733,7 +764,7 @@ function __cudaenv_hook --on-variable PWD --on-event fish_prompt
         test $__cudaenv_status = 127; and set -g __cudaenv_missing $__cudaenv_spec
     end
     if test $__cudaenv_status != 0
-        echo "cudaenv: $__cudaenv_err" >&2
+        __cudaenv_say "cudaenv: $__cudaenv_err"
         __cudaenv_restore
         return $__cudaenv_status
     end

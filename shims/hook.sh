@@ -131,7 +131,16 @@ _cudaenv_shared_key() {
 
 _cudaenv_hook() {
     local key
-    _cudaenv_root
+    # A store that is not absolute: said once per value; nothing is applied.
+    if ! _cudaenv_root; then
+        key="badroot|$CUDAENV_ROOT"
+        [ "$key" = "$_CUDAENV_KEY" ] && return 1
+        _CUDAENV_KEY=$key
+        _CUDAENV_STATUS=1
+        _cudaenv_say "cudaenv: $_ce_err"
+        _cudaenv_restore
+        return 1
+    fi
     _ce_warn=
     # The stores themselves (CUDAENV_SHARED_ROOTS too) are looked at when a
     # selection is made, not at every prompt: see the two checks below.
@@ -189,7 +198,7 @@ _cudaenv_hook() {
     fi
     if [ "$_CUDAENV_STATUS" != 0 ]; then
         # Never leave the previous project's toolkit exported under a broken selection.
-        printf 'cudaenv: %s\n' "$_ce_err" >&2
+        _cudaenv_say "cudaenv: $_ce_err"
         _cudaenv_restore
         return "$_CUDAENV_STATUS"
     fi

@@ -7,6 +7,32 @@
 
 _ce_allowed=@ALLOWED@
 
+# $1 fit for a terminal, into _ce_clean: each byte that is not printable ASCII
+# (a terminal escape such as OSC 52 or CSI, a newline in a directory name)
+# becomes '?'. Every message the shims and hooks print passes here, through
+# _cudaenv_say or _cudaenv_warn: paths come from directory names anyone can
+# choose. Builtins only; only error and warning paths get here.
+_cudaenv_clean() {
+    local LC_ALL=C s rest c
+    _ce_clean=$1
+    case $1 in *[!"$_ce_printable"]*) ;; *) return 0 ;; esac
+    _ce_clean=
+    s=$1
+    while [ -n "$s" ]; do
+        rest=${s#?}
+        c=${s%"$rest"}
+        s=$rest
+        case $c in [!"$_ce_printable"]) c='?' ;; esac
+        _ce_clean=$_ce_clean$c
+    done
+}
+
+# Message $1 on stderr, one line, made fit for a terminal (_cudaenv_clean).
+_cudaenv_say() {
+    _cudaenv_clean "$1"
+    printf '%s\n' "$_ce_clean" >&2
+}
+
 # A grammar error: what is wrong, and what would be right.
 _cudaenv_invalid() {
     _ce_err="$1; allowed are $_ce_allowed"
@@ -76,23 +102,24 @@ _cudaenv_too_large() {
 # takes a regular file's size from fstat, found on the standard PATH (`command
 # -p`), never on the caller's. Status 1 past the bound. Within it, a stamp
 # spares the next runs this process; it is written after the measure, in
-# directories of our own made private (umask 077). A size that cannot be
-# measured is status 0: the readers still count every byte. The stamp goes at
-# _ce_stamp, the path _cudaenv_size_known derived (empty: the file gets none).
+# directories of our own made private (umask 077), dated as the file (`touch
+# -r`), for our own files only. A size that cannot be measured is status 0:
+# the readers still count every byte. The stamp goes at _ce_stamp, the path
+# _cudaenv_size_known derived (empty: the file gets none).
 _cudaenv_size_check() {
     local size dir="$_ce_r/@SIZE_STAMPS@"
     size=$(command -p wc -c <"$1" 2>/dev/null) || return 0
     _cudaenv_trim "$size"
     case $_ce_trimmed in '' | *[!0123456789]*) return 0 ;; esac
     [ ${#_ce_trimmed} -gt 15 ] || [ "$_ce_trimmed" -gt @MAX_BYTES@ ] && return 1
-    [ -n "$_ce_stamp" ] || return 0
+    [ -n "$_ce_stamp" ] && [ -O "$1" ] || return 0
     # Nothing is made or written in a stamps directory that is not ours.
     { [ ! -e "$dir" ] && [ ! -h "$dir" ]; } || { [ -O "$dir" ] && [ ! -h "$dir" ]; } || return 0
     if [ ! -d "${_ce_stamp%/*}" ]; then
         (umask 077 && command -p mkdir -p -- "${_ce_stamp%/*}") 2>/dev/null || return 0
     fi
     [ -O "$dir" ] && [ -O "${_ce_stamp%/*}" ] || return 0
-    : 2>/dev/null >"$_ce_stamp" || :
+    command -p touch -r "$1" -- "$_ce_stamp" 2>/dev/null || :
     return 0
 }
 
@@ -274,7 +301,7 @@ _cudaenv_foreign() {
     [ -k "$dir" ] || return 1
     [ -O "$file" ] && [ ! -h "$file" ] && return 1
     # The owner of /proc/self is our effective user.
-    out=$(command stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null) || return 1
+    out=$(command -p stat -c '%a %u' -- "$dir" "$file" /proc/self 2>/dev/null) || return 1
     set -- $out
     [ $# = 6 ] || return 1
     case $1 in *[2367]) ;; *) return 1 ;; esac  # the "others" digit has the write bit
@@ -287,10 +314,11 @@ _cudaenv_foreign() {
 # once and not at every prompt.
 _cudaenv_warn() {
     if [ -n "${_ce_collect_warn-}" ]; then
+        _cudaenv_clean "$1"
         _ce_warn="${_ce_warn:+$_ce_warn
-}$1"
+}$_ce_clean"
     else
-        printf '%s\n' "$1" >&2
+        _cudaenv_say "$1"
     fi
 }
 
@@ -310,7 +338,7 @@ _cudaenv_untrusted_shared() {
         set -- "$@" "$dir"
     done
     # The owner of /proc/self is our effective user.
-    out=$(command stat -c '%u %g %U %G %a %n' -- /proc/self "$@" 2>/dev/null) || return 1
+    out=$(command -p stat -c '%u %g %U %G %a %n' -- /proc/self "$@" 2>/dev/null) || return 1
     while IFS=' ' read -r uid gid user group mode name; do
         if [ -z "$me" ]; then
             me=$uid mygid=$gid myname=$user
@@ -336,7 +364,7 @@ EOF
     case ":${_ce_untrusted_said-}:" in
         *":$store:"*) ;;
         *)
-            printf '%s\n' @SHARED_UNTRUSTED{root=$store,why=$why}@ >&2
+            _cudaenv_say @SHARED_UNTRUSTED{root=$store,why=$why}@
             _ce_untrusted_said=${_ce_untrusted_said:+$_ce_untrusted_said:}$store ;;
     esac
     return 0

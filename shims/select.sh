@@ -29,21 +29,29 @@ _ce_printable=' !"#$%&'\''()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]
 _ce_tab='	'
 _ce_cr=@CR@  # a carriage return, filled in by cudaenv (editors mangle a literal one)
 
-# The CUDAENV_ROOT the shims and hooks use, without trailing slashes.
+# The CUDAENV_ROOT the shims and hooks use, without trailing slashes. A value
+# that is not absolute (`~/store` too: nothing expands it) would name another
+# store in every directory, a cloned repository's among them: status 1 and
+# _ce_err, as store.root() refuses it.
 _cudaenv_root() {
     _ce_r=${CUDAENV_ROOT:-@DEFAULT_ROOT@}
     while :; do
         case $_ce_r in
             ?*/) _ce_r=${_ce_r%/} ;;
+            /*) return 0 ;;
             *) break ;;
         esac
     done
+    _cudaenv_rare
+    _cudaenv_describe "$CUDAENV_ROOT"
+    _ce_err=@ROOT_NOT_ABSOLUTE{shown=$_ce_shown}@
+    return 1
 }
 
 # The global version file into _ce_global: $CUDAENV_VERSION_FILE (a user's own
 # on a shared store; absolute, as in store.py) or $CUDAENV_ROOT/version.
 _cudaenv_global_file() {
-    _cudaenv_root
+    _cudaenv_root || return 1
     _ce_global=${CUDAENV_VERSION_FILE:-$_ce_r/version}
     case $_ce_global in
         /*) return 0 ;;
@@ -136,17 +144,20 @@ _cudaenv_read_version() {
 # `read` takes a line to its newline one read(2) at a time (a 1 MB line costs
 # 0.25 s), and the process that measures a file (_cudaenv_size_check) would
 # cost every shim run ~0.7 ms. So the measure leaves a stamp, our own, at the
-# file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@: a file changed since is
-# newer than its stamp and is measured again. A stamp only spares the measure;
-# the readers still count every byte, so a wrong one costs time, never a
-# different answer. A path with a . or .. component or a // gets none. Sets
-# _ce_stamp, the stamp's path (empty for none), which _cudaenv_size_check writes.
+# file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@, dated exactly as the file
+# was: a file changed since, or dated back (its owner can set any time), has
+# another time and is measured again. Only our own files get one: another
+# user's is measured at every run, as its owner could date a new one exactly
+# as the old. A stamp only spares the measure; the readers still count every
+# byte, so a wrong one costs time, never a different answer. A path with a .
+# or .. component or a // gets none. Sets _ce_stamp, the stamp's path (empty
+# for none), which _cudaenv_size_check writes.
 _cudaenv_size_known() {
-    _cudaenv_root
     _ce_stamp=
+    _cudaenv_root || return 1
     case $1 in */./* | */../* | *//* | */. | */..) return 1 ;; esac
     _ce_stamp=$_ce_r/@SIZE_STAMPS@$1
-    [ -O "$_ce_stamp" ] && [ ! "$1" -nt "$_ce_stamp" ]
+    [ -O "$1" ] && [ -O "$_ce_stamp" ] && [ ! "$1" -nt "$_ce_stamp" ] && [ ! "$1" -ot "$_ce_stamp" ]
 }
 
 # The common version file, read in one pass on fd 9: comment lines, one valid
@@ -260,7 +271,7 @@ _cudaenv_select() {
 # The toolkit root for _ce_spec, into _ce_root. On failure sets _ce_err and
 # returns 127, like cudaenv.selecting.selection.locate (1 for a bad CUDAENV_SHARED_ROOTS).
 _cudaenv_resolve() {
-    _cudaenv_root
+    _cudaenv_root || return 1
     _ce_root=
     if [ "$_ce_spec" = system ]; then
         _cudaenv_rare

@@ -39,7 +39,7 @@ _cudaenv_find_ancestor() {
     done
     if ! cd -P -- "$back" 2>/dev/null; then
         _ce_err="cannot return to $back after looking for the project of this build"
-        printf 'cudaenv: %s\n' "$_ce_err" >&2
+        _cudaenv_say "cudaenv: $_ce_err"
         exit 1
     fi
     PWD=$here
@@ -73,7 +73,7 @@ _cudaenv_not_in_toolkit() {
         set +f
     fi
     _cudaenv_origin
-    printf "cudaenv: '%s' is not in the selected toolkit %s (%s)\n" "$_ce_name" "$_ce_root" "$_ce_origin" >&2
+    _cudaenv_say "cudaenv: '$_ce_name' is not in the selected toolkit $_ce_root ($_ce_origin)"
     # pyenv's hint: which installed toolkits do have it (full-release aliases
     # and system, as cudaenv.selecting.inventory lists them).
     _cudaenv_root
@@ -84,7 +84,7 @@ _cudaenv_not_in_toolkit() {
         case ", $_ce_have, " in *", $_ce_rel, "*) continue ;; esac
         [ -f "$_ce_ar/bin/$_ce_name" ] && [ -x "$_ce_ar/bin/$_ce_name" ] && _ce_have=${_ce_have:+$_ce_have, }$_ce_rel
     done
-    [ -z "$_ce_have" ] || printf '%s\n' @EXISTS_IN{name=$_ce_name,releases=$_ce_have}@ >&2
+    [ -z "$_ce_have" ] || _cudaenv_say @EXISTS_IN{name=$_ce_name,releases=$_ce_have}@
     exit 127
 }
 
@@ -99,8 +99,7 @@ _cudaenv_one_fix() {
 _cudaenv_mixed_root() {
     _cudaenv_origin
     _cudaenv_one_fix
-    printf "cudaenv: %s was called as a toolkit's nvcc with %s as the toolkit root (CUDA_HOME from 'which %s'), whose include/ and lib64/ follow the global selection, but the toolkit selected here is %s (%s); %s\n" \
-        "$0" "$_ce_r" "$_ce_name" "$_ce_root" "$_ce_origin" "$_ce_fix" >&2
+    _cudaenv_say "cudaenv: $0 was called as a toolkit's nvcc with $_ce_r as the toolkit root (CUDA_HOME from 'which $_ce_name'), whose include/ and lib64/ follow the global selection, but the toolkit selected here is $_ce_root ($_ce_origin); $_ce_fix"
     exit 1
 }
 
@@ -108,7 +107,6 @@ _cudaenv_mixed_root() {
 _cudaenv_mixed_flags() {
     _cudaenv_origin
     _cudaenv_one_fix
-    printf "cudaenv: this build passes nvcc %s, which is another toolkit's, but the toolkit selected here is %s (%s); %s\n" \
-        "$_ce_bad" "$_ce_root" "$_ce_origin" "$_ce_fix" >&2
+    _cudaenv_say "cudaenv: this build passes nvcc $_ce_bad, which is another toolkit's, but the toolkit selected here is $_ce_root ($_ce_origin); $_ce_fix"
     exit 1
 }

@@ -19,7 +19,11 @@ _cudaenv_rare() {
     [ -n "${_ce_rare_loaded-}" ] && return 0
     _ce_rare_loaded=1
     if [ ! -f @RARE_FILE@ ]; then
-        printf "cudaenv: %s is missing; run 'cudaenv rehash'\n" @RARE_FILE@ >&2
+        # Without the rare half there is no _cudaenv_say: a path that is not printable ASCII is not named.
+        case @RARE_FILE@ in
+            *[!"$_ce_printable"]*) printf "cudaenv: the shims' second file is missing; run 'cudaenv rehash'\n" >&2 ;;
+            *) printf "cudaenv: %s is missing; run 'cudaenv rehash'\n" @RARE_FILE@ >&2 ;;
+        esac
         exit 1
     fi
     . @RARE_FILE@
@@ -59,13 +63,15 @@ _cudaenv_one_toolkit() {
     _ce_bad=
 }
 _ce_name=${0##*/}
-if ! _cudaenv_select; then
-    printf 'cudaenv: %s\n' "$_ce_err" >&2
+if ! _cudaenv_root || ! _cudaenv_select; then
+    _cudaenv_rare
+    _cudaenv_say "cudaenv: $_ce_err"
     exit 1
 fi
 _cudaenv_resolve || {
     _ce_status=$?
-    printf 'cudaenv: %s\n' "$_ce_err" >&2
+    _cudaenv_rare
+    _cudaenv_say "cudaenv: $_ce_err"
     exit $_ce_status
 }
 _ce_target=$_ce_root/bin/$_ce_name
@@ -75,8 +81,8 @@ if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
 fi
 # A toolkit whose bin/ is this shims directory would exec this file forever.
 if [ "$_ce_target" -ef "$0" ] || [ "$_ce_root/bin" -ef "$_ce_r/shims" ]; then
-    printf "cudaenv: toolkit root %s points at cudaenv's own shims; fix the alias with 'cudaenv rehash'\n" \
-        "$_ce_root" >&2
+    _cudaenv_rare
+    _cudaenv_say "cudaenv: toolkit root $_ce_root points at cudaenv's own shims; fix the alias with 'cudaenv rehash'"
     exit 1
 fi
 # Called as $CUDAENV_ROOT/bin/<name> (bin is a link to shims/): the caller took

@@ -65,18 +65,15 @@ _REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)
 # case from it (VERSION_FILE_NOT_ABSOLUTE, cudaenv.selecting.shims.shared_facts).
 NOT_ABSOLUTE = "{name} must be an absolute path, not {shown}"
 VERSION_FILE_NOT_ABSOLUTE = NOT_ABSOLUTE.replace("{name}", "CUDAENV_VERSION_FILE")
+ROOT_NOT_ABSOLUTE = NOT_ABSOLUTE.replace("{name}", "CUDAENV_ROOT")
 
 
-def _absolute_setting(name: str, value: str, expand_user: bool = True) -> Path:
+def _absolute_setting(name: str, value: str) -> Path:
     """A path setting from the environment. A relative one would name a
     different place in every directory (and the shims, run from anywhere,
-    would disagree with the CLI), so it is refused."""
+    would disagree with the CLI), so it is refused. `~` is relative too: the
+    shims and hooks read the value as it is, so it is never expanded here."""
     path = Path(value)
-    if expand_user:
-        try:
-            path = path.expanduser()
-        except RuntimeError:
-            pass  # `~user` of no user: left as it is, and refused below as relative
     if not path.is_absolute():
         from .versions import describe
 
@@ -109,6 +106,11 @@ def root(env=None) -> Path:
         xdg = env.get("XDG_DATA_HOME", "").strip()
         home = env.get("HOME") or os.path.expanduser("~")
         base = xdg if xdg and os.path.isabs(xdg) else os.path.join(home, ".local", "share")
+        if not os.path.isabs(base):
+            # A relative HOME: the store would move with the working directory.
+            from .versions import describe
+
+            raise StoreError(NOT_ABSOLUTE.format(name="HOME", shown=describe(home)))
         return _text_path("the store (from XDG_DATA_HOME or HOME)", Path(base) / APP)
     import platformdirs
 
@@ -164,8 +166,7 @@ def global_version_file(env=None) -> Path:
     value = settings.value("CUDAENV_VERSION_FILE", env)
     if value:
         # No `~` expansion: the shims and hooks read this path as it is.
-        return _text_path("CUDAENV_VERSION_FILE", _absolute_setting("CUDAENV_VERSION_FILE", value,
-                                                                     expand_user=False))
+        return _text_path("CUDAENV_VERSION_FILE", _absolute_setting("CUDAENV_VERSION_FILE", value))
     return root(env) / "version"
 
 
