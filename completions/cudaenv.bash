@@ -3,65 +3,102 @@
 # come from globs over the store ($CUDAENV_ROOT/aliases, $CUDAENV_ROOT/shims):
 # no Python per <Tab>. Options come from `cudaenv completions CMD`, asked only
 # when the word being completed starts with "-".
+#
+# A name is data, never code: candidates are matched against the word with a
+# plain prefix test in a loop (`compgen -W` would expand $( ), backticks and
+# globs in a file name), kept one array element each (spaces and newlines
+# included), and offered quoted with printf %q, so the word inserted on the
+# command line reads back as exactly that name.
 _cudaenv_comp_root() {
     printf '%s\n' "${CUDAENV_ROOT:-${XDG_DATA_HOME:-$HOME/.local/share}/cudaenv}"
 }
 
-# The names in one directory of the store: aliases/ holds the versions, and
-# shims/ the programs of every installed toolkit.
-_cudaenv_comp_names() {
-    local root f
-    root=$(_cudaenv_comp_root)
-    for f in "$root/$1"/*; do
-        [ -f "$f" ] && printf '%s\n' "${f##*/}"
+# Offer each argument that starts with the word being completed ($cur).
+_cudaenv_comp_add() {
+    local w q
+    for w in "$@"; do
+        printf -v q '%q' "$w"
+        if [[ $w == "$cur"* || $q == "$cur"* ]]; then
+            COMPREPLY+=("$q")
+        fi
     done
 }
 
-_cudaenv_comp_versions() { _cudaenv_comp_names aliases; }
-_cudaenv_comp_programs() { _cudaenv_comp_names shims; }
+# The names of the files in directory $2 that pass `test $1` (-f, or -x),
+# offered; the caller's glob options are kept.
+_cudaenv_comp_files_in() {
+    local test=$1 dir=$2 f restore
+    restore=$(shopt -p nullglob failglob dotglob)
+    shopt -s nullglob; shopt -u failglob dotglob
+    local -a names=()
+    for f in "$dir"/*; do
+        if [ -f "$f" ] && { [ "$test" = -f ] || [ -x "$f" ]; }; then
+            names+=("${f##*/}")
+        fi
+    done
+    eval "$restore"
+    _cudaenv_comp_add "${names[@]}"
+}
+
+# aliases/ holds the versions, and shims/ the programs of every installed toolkit.
+_cudaenv_comp_versions() { _cudaenv_comp_files_in -f "$(_cudaenv_comp_root)/aliases"; }
+_cudaenv_comp_programs() { _cudaenv_comp_files_in -x "$(_cudaenv_comp_root)/shims"; }
 
 # Programs of the toolkit selected here (one fast `cudaenv prefix`).
 _cudaenv_comp_selected() {
-    local prefix f
+    local prefix
     prefix=$(command cudaenv prefix 2>/dev/null) || return 0
-    for f in "$prefix"/bin/*; do
-        [ -f "$f" ] && [ -x "$f" ] && printf '%s\n' "${f##*/}"
-    done
+    _cudaenv_comp_files_in -x "$prefix/bin"
+}
+
+# The options of one command, one a line from `cudaenv completions`.
+_cudaenv_comp_options() {
+    local -a opts=()
+    local line
+    while IFS= read -r line; do
+        [[ $line == -* ]] && opts+=("$line")
+    done < <(command cudaenv completions "$1" 2>/dev/null)
+    _cudaenv_comp_add "${opts[@]}"
 }
 
 _cudaenv() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local commands="version root versions local global shell prefix which exec env install uninstall cache resolve doctor mirror modulefiles export venv config rehash init version-name version-origin version-file whence latest help commands completions"
+    local IFS=$' \t\n'
+    local -a cmds
+    read -ra cmds <<<"$commands"
+    COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+        _cudaenv_comp_add "${cmds[@]}" --help --version
         return
     fi
     case $cur in
         -*)
-            COMPREPLY=($(compgen -W "$(command cudaenv completions "${COMP_WORDS[1]}" 2>/dev/null)" -- "$cur"))
+            _cudaenv_comp_options "${COMP_WORDS[1]}"
             return ;;
     esac
     case ${COMP_WORDS[1]} in
-        local | global | prefix | uninstall | install | resolve | latest)
-            COMPREPLY=($(compgen -W "$(_cudaenv_comp_versions)" -- "$cur")) ;;
-        shell) COMPREPLY=($(compgen -W "$(_cudaenv_comp_versions) -" -- "$cur")) ;;
+        local | global | prefix | uninstall | install | resolve | latest) _cudaenv_comp_versions ;;
+        shell) _cudaenv_comp_versions; _cudaenv_comp_add - ;;
         env)
             if [ "$prev" = --format ]; then
-                COMPREPLY=($(compgen -W "sh systemd dotenv json" -- "$cur"))
+                _cudaenv_comp_add sh systemd dotenv json
             elif [ "$prev" = --shell ]; then
-                COMPREPLY=($(compgen -W "bash zsh fish sh" -- "$cur"))
+                _cudaenv_comp_add bash zsh fish sh
             else
-                COMPREPLY=($(compgen -W "$(_cudaenv_comp_versions)" -- "$cur"))
+                _cudaenv_comp_versions
             fi ;;
-        init) COMPREPLY=($(compgen -W "- bash zsh fish sh" -- "$cur")) ;;
-        which | whence) COMPREPLY=($(compgen -W "$(_cudaenv_comp_programs)" -- "$cur")) ;;
+        init) _cudaenv_comp_add - bash zsh fish sh ;;
+        which | whence) _cudaenv_comp_programs ;;
         exec)
             if [ "$COMP_CWORD" -eq 2 ] || { [ "$COMP_CWORD" -eq 3 ] && [ "$prev" = -- ]; }; then
-                COMPREPLY=($(compgen -W "$(_cudaenv_comp_selected)" -- "$cur"))
+                _cudaenv_comp_selected
             else
-                COMPREPLY=($(compgen -f -- "$cur"))
+                # The command's own arguments: bash's own file name completion, which
+                # quotes what it inserts.
+                compopt -o default 2>/dev/null
             fi ;;
-        help | completions) COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
+        help | completions) _cudaenv_comp_add "${cmds[@]}" ;;
     esac
 }
 complete -F _cudaenv cudaenv
