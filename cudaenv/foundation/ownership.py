@@ -42,7 +42,9 @@ def make_dirs(path: Path | str, mode: int = DIR_MODE, *, leaf: int | None = None
     target = Path(path)
     missing = []
     p = target
-    while not p.is_dir():
+    # Up to the nearest directory; a file (or a dangling link) above it stops the climb, and
+    # the mkdir below it fails as Path.mkdir's does (Not a directory).
+    while not p.is_dir() and (p == target or not os.path.lexists(p)):
         missing.append(p)
         if p.parent == p:
             break
