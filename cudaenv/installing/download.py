@@ -654,7 +654,7 @@ class Downloader:
             raise DownloadError(f"{art.filename} ({art.url}): cache {where}: {e.strerror}") from None
 
     def _fetch(self, art: Artifact, final: Path) -> Fetched:
-        final.parent.mkdir(parents=True, exist_ok=True)
+        store.make_dirs(final.parent)
         # Only cudaenv writes here, and only regular files: anything else is debris.
         for name in (art.sha256, art.sha256 + ".part", art.sha256 + ".lock"):
             _clear_non_file(final.with_name(name))
