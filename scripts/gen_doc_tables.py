@@ -110,7 +110,8 @@ def driver_table() -> str:
 # The rooms of the package from the top down; tests/test_import_graph.py holds what each may import.
 ROOMS = [("cudaenv", "the CLI and the API"), ("cudaenv/commands", None), ("cudaenv/installing", None),
          ("cudaenv/installing/sources", None), ("cudaenv/installing/sources/apt", None),
-         ("cudaenv/exporting", None), ("cudaenv/diagnosing", None), ("cudaenv/selecting", None),
+         ("cudaenv/exporting", None), ("cudaenv/diagnosing", None), ("cudaenv/diagnosing/checks", None),
+         ("cudaenv/selecting", None),
          ("cudaenv/foundation", None), ("cudaenv/data", None)]
 
 
