@@ -668,3 +668,38 @@ def test_local_chooses_again_for_a_compiler_installed_since_the_last_rehash(tmp_
     r = cudaenv(env, "local", "11.8", cwd=proj)
     assert r.returncode == 0, r.stderr
     assert (store_root / "host-compiler" / "11.8").read_text().splitlines()[1] == str(bindir / "g++-11")
+
+
+def test_no_module_runs_a_program_by_a_bare_name_or_shutil_which():
+    """The one rule for finding a program is programs.which (absolute PATH entries only): no module
+    of the package calls shutil.which, and none hands subprocess or os.exec* a program by a bare
+    name (a string literal without a `/`, which the kernel's PATH search would find through a
+    relative or empty entry), nor takes one as a default argument."""
+    import ast
+
+    import cudaenv
+
+    package = Path(cudaenv.__file__).parent
+    runners = {"run", "Popen", "check_output", "check_call", "call", "execv", "execvp", "execvpe", "execl",
+               "execlp", "spawnvp"}
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        where = path.relative_to(package)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "which" and isinstance(node.value, ast.Name) \
+                    and node.value.id == "shutil":
+                offenders.append(f"{where}:{node.lineno}: shutil.which")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in runners \
+                    and node.args:
+                first = node.args[0]
+                argv0 = first.elts[0] if isinstance(first, (ast.List, ast.Tuple)) and first.elts else first
+                if isinstance(argv0, ast.Constant) and isinstance(argv0.value, str) and "/" not in argv0.value:
+                    offenders.append(f"{where}:{node.lineno}: runs {argv0.value!r} by its bare name")
+            if isinstance(node, ast.FunctionDef):
+                for arg, default in zip(node.args.kwonlyargs + node.args.args[::-1],
+                                        node.args.kw_defaults + node.args.defaults[::-1]):
+                    if arg.arg in ("cpp", "cc", "gcc", "compiler") and isinstance(default, ast.Constant) \
+                            and isinstance(default.value, str):
+                        offenders.append(f"{where}:{node.lineno}: {arg.arg}={default.value!r} by default")
+    assert offenders == []

@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..foundation import safeopen
+from ..foundation import programs, safeopen
 from ..foundation.versions import major_minor, number_key
 
 GCC_MAJORS = range(1, 41)
@@ -80,8 +80,18 @@ def identities() -> list[tuple[str, str, dict[str, str]]]:
     return out
 
 
-def refused(header: bytes, idents, *, unchecked: bool = False, cpp: str = "cpp") -> list[bool]:
+def preprocessor(cpp: str | None = None) -> str:
+    """`cpp` as given, else the one on PATH's absolute entries (programs.which: a relative or
+    empty entry would run a cloned repository's cpp); RuntimeError when there is none."""
+    found = cpp or programs.which("cpp")
+    if not found:
+        raise RuntimeError("no C preprocessor (cpp) on PATH's absolute entries")
+    return found
+
+
+def refused(header: bytes, idents, *, unchecked: bool = False, cpp: str | None = None) -> list[bool]:
     """For each identity, does the header raise an #error? One preprocessor run for all."""
+    cpp = preprocessor(cpp)
     names = sorted({k for _, _, macros in idents for k in macros} | {"__NV_NO_HOST_COMPILER_CHECK"})
     with tempfile.TemporaryDirectory(prefix="cudaenv-hostcc-") as tmp:
         d = Path(tmp)
@@ -135,8 +145,9 @@ def _span(points: list[str], accepted: list[bool], family: str):
     return [lo, major if int(minor) == MINORS[-1] else points[last]]
 
 
-def evaluate_header(header: bytes, cpp: str = "cpp") -> dict:
+def evaluate_header(header: bytes, cpp: str | None = None) -> dict:
     """The rules (module doc) of one crt/host_config.h."""
+    cpp = preprocessor(cpp)
     idents = identities()
     checked = refused(header, idents, cpp=cpp)
     unchecked = refused(header, idents, unchecked=True, cpp=cpp)
