@@ -364,7 +364,10 @@ def arch_constraint(sm: str) -> Constraint:
     dropped = f", dropped in {after[0]}" if after else ""
     if sm in RENAMED and after and number_key(after[0]) >= number_key(RENAMED[sm][1]):
         dropped += f" (renamed {RENAMED[sm][0]} in {RENAMED[sm][1]})"
-    return Constraint("gpu-arch", f"native code for {sm}: first in {window[0]}{dropped}", ARCH_SOURCE,
+    machines = arch.gpu_machines(sm)
+    where = (f"; {arch.gpu_names(sm)} exist only in {machines[0]} machines, so the plan is for {machines[0]}"
+             if len(machines) == 1 else "")
+    return Constraint("gpu-arch", f"native code for {sm}: first in {window[0]}{dropped}{where}", ARCH_SOURCE,
                       min=window[0], max=window[-1] if after else None)
 
 
