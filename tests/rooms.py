@@ -32,11 +32,11 @@ ROOMS = {
         "test_download", "test_download_end", "test_extract", "test_extract_attacks",
         "test_fetch_limits", "test_install", "test_install_progress", "test_install_signals",
         "test_layout", "test_mirror", "test_mirror_s3", "test_pins", "test_pypi",
-        "test_pypi_e2e", "test_redist", "test_sources", "test_tls",
+        "test_pypi_e2e", "test_redist", "test_secrets", "test_slow_servers", "test_sources", "test_tls",
     ),
     "interface": (
         "test_cli", "test_completions", "test_errors", "test_fast_path_imports",
-        "test_hostile_cli", "test_integrations", "test_quickstart",
+        "test_hostile_cli", "test_integrations", "test_quickstart", "test_terminal_output",
     ),
     "project": (
         "test_docs", "test_habits", "test_hermetic", "test_import_graph",
