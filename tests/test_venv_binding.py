@@ -314,6 +314,30 @@ def test_no_file_the_slow_path_loads_may_be_written_by_others(world, path):
                              f"{target} may be written by others than its owner, or belongs to another user\n")
 
 
+@pytest.mark.parametrize("module", ["cudaenv/venvstart.py", "cudaenv/selecting/activation.py"])
+def test_compiled_files_under_a_pycache_prefix_are_checked_too(world, module):
+    """With PYTHONPYCACHEPREFIX the interpreter loads compiled files from a tree of their own, not
+    from __pycache__: the one for venvstart (fast path) or for a module of another room (slow
+    path), made writable by others there, stops the start with one line all the same."""
+    copy = bind_from_copy(world)
+    prefix = world["tmp"] / "pycache-prefix"
+    env = service_env(world["root"], PYTHONPYCACHEPREFIX=str(prefix))
+    slow = module != "cudaenv/venvstart.py"
+    if slow:
+        (world["proj"] / ".cuda-version").write_text("13.0\n")
+    assert seen(world["python"], env)["CUDA_HOME"] == str(world["13.0"])
+    source = copy / module
+    target = prefix / str(source.parent).lstrip("/") / f"{source.stem}.{TAG}.pyc"
+    assert target.is_file(), sorted(str(p) for p in prefix.rglob("*.pyc"))[:5]
+    target.chmod(0o666)
+    if slow:
+        (world["proj"] / ".cuda-version").write_text("13.0\n")  # stale again: the slow path runs
+    got = seen(world["python"], env)
+    assert got["CUDA_HOME"] is None
+    assert got["stderr"] == (f"cudaenv: warning: the CUDA toolkit bound to {world['venv']} is not applied: "
+                             f"{target} may be written by others than its owner, or belongs to another user\n")
+
+
 def test_a_record_others_can_write_is_not_trusted(world):
     bind(world)
     record = world["venv"] / "cudaenv-binding.cfg"
