@@ -793,7 +793,7 @@ SAFETY = {
             "variables of the shell that started it, which were set for that shell's directory. A library "
             "consumer gets the toolkit's `lib64` first on `LD_LIBRARY_PATH`, which comes before the loader's "
             "configuration (above).",
-    "shims": "Safe for builds that run `nvcc` by name (CMake, make, ninja), in and out of tree: a shim "
+    "shims": "Safe for builds that run `nvcc` by name from `PATH` (CMake, ninja, cuvec), in and out of tree: a shim "
              "that finds no version file from its own directory up takes the selection of the nearest "
              "ancestor process whose working directory has one, so a build started in the project is "
              "followed into `~/.cache/...` and `-B` directories. **Not** safe for JIT consumers that "
@@ -802,8 +802,12 @@ SAFETY = {
              "project selects another toolkit, the shim stops their build at its first `nvcc` with the "
              "message below, and `cudaenv doctor` reports `store-root` as an error. meson, with no "
              "`CUDA_PATH`, adds `/usr/local/cuda`'s headers to nvcc's line, and the shim stops it too; on a "
-             "machine without `/usr/local/cuda` meson stops itself at configure, asking for `CUDA_PATH`. Not safe for "
-             "library consumers: nothing reaches their library search (above).",
+             "machine without `/usr/local/cuda` meson stops itself at configure, asking for `CUDA_PATH`. **Not** safe "
+             "for builds that run no cudaenv code, which nothing can stop: pycuda's `setup.py` takes the store root for "
+             "`CUDA_ROOT` and runs only gcc, so it compiles with the global selection's headers; a Makefile with "
+             "`CUDA_HOME ?= /usr/local/cuda` runs that toolkit's `nvcc` by its path. There `cudaenv doctor`, in that "
+             "shell for that directory, must say error (`store-root`, `default-root`) with the fix (the design, "
+             "above). Not safe for library consumers: nothing reaches their library search (above).",
     "exec": "Safe. `cudaenv exec -- CMD` exports the selection's variables to CMD and everything it "
             "starts, wherever those run; for a library consumer, as the hook (above).",
     "venv": "Safe for everything that venv's Python starts. `cudaenv venv bind`, run once in the project, "
@@ -886,11 +890,11 @@ whose selection is also the global one:
   with the fix, which the tests paste and rebuild with. Likewise for a Makefile's
   `CUDA_HOME ?= /usr/local/cuda` (`default-root`).
 - **No store-root headers or libraries**: no build uses another toolkit, but every one that
-  takes the store root fails with a compiler's "No such file", and so do the builds where the
-  selection is the global one, which build with it today.
+  takes the store root stops (at the shim, or at the compiler's missing header), and so do the
+  builds where the selection is the global one, which build with it today.
 - **Guard headers**: each header in the store root's `include/` an `#error` naming the fix.
-  The same as the last, with cudaenv's words in the error: the builds that select the global
-  toolkit stop too.
+  The same as the last, with cudaenv's words in the error where the compiler reads a header
+  first: the builds that select the global toolkit stop too.
 
 Neither alternative reaches the Makefile, which reads `/usr/local/cuda`, not the store root, and
 both break builds that work. The answer for every build that no cudaenv code reaches is the

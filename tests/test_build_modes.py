@@ -7,6 +7,7 @@ none. docs/build-modes.md is this matrix."""
 from __future__ import annotations
 
 import os
+import shlex
 
 import pytest
 
@@ -154,10 +155,11 @@ def test_cell(world, doctors, mode, consumer):
 
 
 def check_fix_works(world, mode, consumer, fix):
-    """doctor's fix, pasted into the shell that ran the build before it runs again, makes the
-    build use the selection."""
+    """doctor's fix, pasted into the user's shell ($SHELL, bash here: doctor writes its fix for
+    it) in the project before the build runs again, makes the build use the selection."""
+    shell = os.path.basename(world.env["SHELL"])
     try:
-        t = bm.run_traced(world, mode, f"{fix}\n{bm.CONSUMERS[consumer]}")
+        t = bm.run_traced(world, mode, f"{shell} -c {shlex.quote(fix + chr(10) + bm.CONSUMERS[consumer])}")
     finally:
         bm.clean(world)
     assert t is not None
@@ -270,8 +272,10 @@ def test_shims_design_alternatives(world, global_world, where, consumer):
         DESIGN_CELLS[(where, design, consumer)] = result
     detail = f"{where} / {consumer}: {got}"
     if where == "global":
+        # Only the links build with the selection; the others stop the build (at the shim, by the
+        # compiler's missing header, or by the guard).
         assert got["links"] == "selected", detail
-        assert got["none"].startswith("failed") and got["guard"] == "stopped by the guard header", detail
+        assert all(r.startswith(("stopped", "failed")) for d, r in got.items() if d != "links"), detail
     else:
         expected = "stopped by cudaenv" if consumer == "torch load()" else "WRONG: global"
         assert got["links"].startswith(expected), detail
