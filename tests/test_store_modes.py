@@ -132,3 +132,21 @@ def test_group_write_by_the_users_private_group_is_fine(tmp_path):
     (root / "aliases").chmod(0o775)
     r = _run(dict(env, CUDAENV_VERSION="13.0"), 0o022, "which", "nvcc", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("mask", [0o002, 0o000])
+def test_a_mirror_cudaenv_makes_is_its_owners_alone_whatever_the_umask(tmp_path, mask):
+    """`cudaenv mirror create DIR` (DIR and the directories above it made by it) under umask 002 or
+    000: what others fetch from it is writable by its owner alone."""
+    gid = SHARED_GID if os.geteuid() == 0 else None
+    upstream = RedistMirror(tmp_path / "upstream", platforms=("linux-x86_64",))
+    upstream.add_release("13.0.2", packages=("cuda_nvcc", "cuda_cudart"))
+    made = tmp_path / "srv"
+    with FileServer(upstream.root) as srv:
+        env = base_env(tmp_path / "root", CUDAENV_REDIST_URL=srv.url, CUDAENV_REDIST_PLATFORM="linux-x86_64",
+                       CUDAENV_RETRY_BACKOFF="0.01", CUDAENV_TRUST_MIRROR="1")
+        r = _run(env, mask, "mirror", "create", str(made / "mirror" / "redist"), "13.0.2", cwd=tmp_path, gid=gid)
+    assert r.returncode == 0, r.stderr
+    assert any(made.rglob("*.tar.xz"))
+    loose = _loose(made)
+    assert loose == [], "\n".join(loose)

@@ -47,7 +47,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..foundation import safeopen
+from ..foundation import safeopen, store
 from ..foundation.errors import EX_BAD_INPUT
 from .sources.base import SourceError
 from ..foundation.versions import InvalidVersion, Release, newest_match, parse_spec
@@ -211,7 +211,7 @@ def _covered(entry: dict | None, profile: str, platforms: list[str]) -> bool:
 
 def _place(src: Path, dest: Path) -> None:
     """Copy a verified archive into the mirror; readers of DIR never see a partial file."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(dest.parent)
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -312,7 +312,7 @@ def _mirror_redist(directory: Path, state: dict, specs, profile: str, platforms,
     sources = {p: RedistSource(url=upstream, platform=p) for p in platforms}
     first = sources[platforms[0]]
     releases = _resolve_releases(specs, first.releases())
-    directory.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(directory)
     downloader = Downloader(progress=progress)
     for rel in releases:
         release = str(rel)  # the key of mirror.json and the name of its manifest
@@ -396,7 +396,7 @@ def _mirror_pypi(directory: Path, state: dict, specs, profile: str, platforms, u
     if old:
         raise MirrorError(f"CUDA {old[0]} cannot be mirrored from PyPI: its wheels carry no nvcc "
                           "(13.0 and later can); use --source redist")
-    directory.mkdir(parents=True, exist_ok=True)
+    store.make_dirs(directory)
     downloader = Downloader(progress=progress)
     for rel in releases:
         release = str(rel)
