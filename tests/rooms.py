@@ -39,7 +39,7 @@ ROOMS = {
         "test_hostile_cli", "test_integrations", "test_quickstart", "test_terminal_output",
     ),
     "project": (
-        "test_docs", "test_habits", "test_hermetic", "test_import_graph",
+        "test_docs", "test_habits", "test_hermetic", "test_hostile_readers", "test_import_graph",
         "test_mutation_survivors", "test_packaging", "test_rooms", "test_types",
     ),
 }
