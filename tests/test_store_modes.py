@@ -150,3 +150,33 @@ def test_a_mirror_cudaenv_makes_is_its_owners_alone_whatever_the_umask(tmp_path,
     assert any(made.rglob("*.tar.xz"))
     loose = _loose(made)
     assert loose == [], "\n".join(loose)
+
+
+@pytest.mark.parametrize("mask", [0o002, 0o000])
+def test_the_apt_state_and_its_keyring_are_the_owners_alone_whatever_the_umask(tmp_path, mask):
+    """`cudaenv install --source apt` from a real signed repository (tests/apt_repo.py) under umask
+    002 or 000: the private apt state in the store, and the keyring apt verifies the repository
+    with, are writable by their owner alone (a keyring others can write would let them sign)."""
+    import shutil
+
+    import apt_repo
+
+    if not shutil.which("apt-get") or not shutil.which("gpg"):
+        pytest.skip("apt-get and gpg are needed to build and read a signed repository")
+    gid = SHARED_GID if os.geteuid() == 0 else None
+    key = apt_repo.make_key(tmp_path / "gnupg")
+    repo = tmp_path / "aptrepo"
+    repo.mkdir()
+    apt_repo.build_repo(repo, key=key)
+    home = tmp_path / "home"
+    home.mkdir()
+    root = home / "store"
+    with FileServer(repo) as srv:
+        env = base_env(root, CUDAENV_APT_REPO=srv.url + "repo/", CUDAENV_APT_KEYRING=str(key.keyring),
+                       CUDAENV_CACHE_DIR=str(home / "cache"), HOME=str(home),
+                       XDG_STATE_HOME=str(home / "state"), CUDAENV_RETRY_BACKOFF="0.01")
+        r = _run(env, mask, "install", "13.0.2", "--source", "apt", cwd=tmp_path, gid=gid)
+    assert r.returncode == 0, r.stderr
+    assert list((root / "apt").glob("*/keyring.*"))
+    loose = _loose(home)
+    assert loose == [], "\n".join(loose)

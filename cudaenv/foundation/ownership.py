@@ -70,6 +70,12 @@ def private_opener(path: str, flags: int) -> int:
     return fd
 
 
+def write_bytes(path: Path | str, data: bytes) -> None:
+    """Path.write_bytes, with the file 0644 whatever the umask (private_opener)."""
+    with open(path, "wb", opener=private_opener) as f:
+        f.write(data)
+
+
 def mode_text(st: os.stat_result) -> str:
     """A mode as `stat -c %a` zero-padded to four digits, the way both sides word it."""
     return f"{stat.S_IMODE(st.st_mode):04o}"

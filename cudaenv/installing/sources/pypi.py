@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 from .. import components
 from ...foundation.versions import Release
 from ...foundation import arch
+from ...foundation.ownership import make_dirs
 from . import fixups
 from .base import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable, redact
 
@@ -631,7 +632,7 @@ class PypiSource:
         # CMake's FindCUDAToolkit and some Makefiles look under targets/<arch>-linux.
         targets = root / "targets" / _targets_dir_name()
         if not os.path.lexists(root / "targets"):
-            targets.mkdir(parents=True)
+            make_dirs(targets)
             for sub in ("include", "lib"):
                 if (root / sub).is_dir():
                     os.symlink(f"../../{sub}", targets / sub)
@@ -678,7 +679,7 @@ def link_nvvm_lib64(root: Path) -> list[str]:
     names = sorted(n for n in os.listdir(root / "lib") if n.startswith("libnvvm.so"))
     if not names or os.path.lexists(nvvm):
         return []
-    nvvm.mkdir(parents=True)
+    make_dirs(nvvm)
     for n in names:
         os.symlink(f"../../lib/{n}", nvvm / n)
     return names

@@ -15,10 +15,10 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 from ....foundation import store
+from ....foundation.ownership import write_bytes
 from ....foundation.arch import ARCHES
 from ..base import SourceError, Unreachable
 from .index import Index, parse_stanzas, read_index_file
@@ -79,12 +79,12 @@ class AptState:
         d = self.dir
         for sub in ("etc/apt.conf.d", "etc/sources.list.d", "etc/trusted.gpg.d", "etc/preferences.d",
                     "state", "lists/partial", "cache/archives/partial", "log"):
-            (d / sub).mkdir(parents=True, exist_ok=True)
+            store.make_dirs(d / sub)
         if not self.keyring.exists() or self.keyring.read_bytes() != self._key_bytes:
-            self.keyring.write_bytes(self._key_bytes)
+            write_bytes(self.keyring, self._key_bytes)  # 0644 whatever the umask
         trusted = d / "etc" / "trusted.gpg.d" / ("cuda-archive" + self.keyring.suffix)
         if not self.signed_by_works() and not trusted.exists():
-            shutil.copyfile(self.keyring, trusted)
+            write_bytes(trusted, self.keyring.read_bytes())
         # Root downloads into dirs owned by root: apt's _apt sandbox user could not write there.
         sandbox = "root" if os.geteuid() == 0 else "_apt"
         store.write_atomic(self.conf, APT_CONF.format(d=d, arch=self.arch, sandbox=sandbox))
@@ -141,7 +141,7 @@ class AptState:
         """apt runs here with NoLocking, so cudaenv serialises users of one state itself."""
         from ....foundation import locking
 
-        self.dir.mkdir(parents=True, exist_ok=True)
+        store.make_dirs(self.dir)
         with locking.held(self.dir / ".lock"):
             yield
 
