@@ -28,6 +28,11 @@ def _dispatch() -> None:
 
 
 def run() -> None:
+    # Every line any command prints shows text and never drives the terminal
+    # (cudaenv/foundation/terminal.py).
+    from .foundation.terminal import guard_streams
+
+    guard_streams()
     # The one handler: the fast path and every click command raise a
     # CudaenvError, and it is printed here as `cudaenv: <message>` (+ hint).
     from .foundation.errors import CudaenvError, InternalError, report

@@ -186,7 +186,10 @@ class LazyGroup(click.Group):
     # Spelled out: click 8.5 renders `[COMMAND]` by default for a group that runs
     # without one, older releases `COMMAND`; the reference must not depend on which.
     subcommand_metavar="COMMAND [ARGS]...",
-    context_settings={"help_option_names": ["-h", "--help"]},
+    # color=True: click never strips what looks like an ANSI sequence (it did so only when not on a
+    # terminal, so a path read differently in a pipe); the stream guard (foundation/terminal.py)
+    # writes every control character as text, on a terminal and off it alike.
+    context_settings={"help_option_names": ["-h", "--help"], "color": True},
     epilog="""\b
 Examples:
   cudaenv install 13.0        # fetch a toolkit, verified, no root needed

@@ -22,6 +22,11 @@ import sys
 import threading
 import time
 
+from . import terminal
+
+# Back to the line's start and erase it: the bar redraws in place (past the terminal guard).
+ERASE_LINE = "\r\x1b[K"
+
 
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -169,7 +174,7 @@ class Progress:
     # -- drawing -------------------------------------------------------------
     def _clear(self) -> None:
         if self.drawn:
-            self.stream.write("\r\x1b[K")
+            terminal.control(self.stream, ERASE_LINE)
             self.drawn = False
 
     def _columns(self) -> int:
@@ -198,7 +203,8 @@ class Progress:
         frac = min(self.done / self.total, 1.0) if self.total > 0 else 1.0
         filled = int(frac * width)
         bar = f" [{'#' * filled}{'-' * (width - filled)}]" if width >= 4 else ""
-        self.stream.write("\r\x1b[K" + f"{self.label}{bar} {figures}"[:room])
+        terminal.control(self.stream, ERASE_LINE)
+        self.stream.write(f"{self.label}{bar} {figures}"[:room])
         self.stream.flush()
         self.drawn = True
 

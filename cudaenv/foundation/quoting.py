@@ -16,9 +16,11 @@ variable and no path can hold, is refused by all.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 
+from . import terminal
 from .errors import InputError
 
 
@@ -40,15 +42,51 @@ def _text(value: str, fmt: str, name: str | None = None, *, bytes_ok: bool = Fal
     return value
 
 
+def _runs(value: str):
+    """`value` cut into runs of characters a terminal shows and single characters that could drive
+    it (cudaenv.foundation.terminal): (True, run) and (False, character), in order."""
+    run = ""
+    for ch in value:
+        if ch in terminal.UNSAFE:
+            if run:
+                yield True, run
+                run = ""
+            yield False, ch
+        else:
+            run += ch
+    if run or not value:
+        yield True, run
+
+
 def sh(value: str) -> str:
     """A POSIX shell word: single quotes, each ' written as '\\''. Inside single quotes every byte
-    but NUL stands for itself, so a path that is not UTF-8 is kept (written out with os.fsencode)."""
-    return shlex.quote(_text(value, "a shell", bytes_ok=True))
+    but NUL stands for itself, so a path that is not UTF-8 is kept (written out with os.fsencode).
+    A character that could drive a terminal (an escape, a C1 control, a byte that is not UTF-8) is
+    written by printf from octal escapes, so the word still reads back exactly and none of it
+    reaches a terminal that shows cudaenv's output."""
+    value = _text(value, "a shell", bytes_ok=True)
+    if not terminal.unsafe(value):
+        return shlex.quote(value)
+    out = []
+    for shown, part in _runs(value):
+        if shown:
+            out.append(shlex.quote(part))
+        else:
+            data = os.fsencode(part) if "\udc80" <= part <= "\udcff" else part.encode("utf-8")
+            out.append("\"$(printf '" + "".join(f"\\{b:03o}" for b in data) + "')\"")
+    return "".join(out)
 
 
 def fish(value: str) -> str:
-    """A fish word: in fish single quotes only \\\\ and \\' are special (unlike POSIX sh)."""
-    return "'" + _text(value, "fish").replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A fish word: in fish single quotes only \\\\ and \\' are special (unlike POSIX sh). A character
+    that could drive a terminal is written outside the quotes as fish's \\xHH or \\uHHHH escape."""
+    out = []
+    for shown, part in _runs(_text(value, "fish")):
+        if shown:
+            out.append("'" + part.replace("\\", "\\\\").replace("'", "\\'") + "'")
+        else:
+            out.append(f"\\x{ord(part):02x}" if ord(part) < 0x80 else f"\\u{ord(part):04x}")
+    return "".join(out)
 
 
 def _control(ch: str) -> bool:
