@@ -160,11 +160,17 @@ def test_a_driver_that_sees_the_gpu_is_not_said_to_predate_it(sm, driver):
 
 
 def test_doctor_says_the_driver_does_not_see_the_gpu(tmp_path):
+    """An sm_120 GPU on R550 with toolkit 12.9 selected: doctor's `driver-gpu` says upgrade, and no
+    check says SASS of the toolkit runs on a GPU the driver cannot see."""
     m = Machine(tmp_path, gpus="rtx-pro-6000", driver="550.54.15", torch=None)
+    m.managed_toolkit("12.9.1")
+    (m.proj / ".cuda-version").write_text("12.9\n")
     r = m.cli("doctor", "--json")
     checks = {c["id"]: c for c in json.loads(r.stdout)["checks"]}
     assert checks["driver-gpu"]["status"] == "error" and checks["driver-gpu"]["fix"] == "install NVIDIA driver >= 570.26"
     assert "R570" in checks["driver-gpu"]["verdict"] + checks["driver-gpu"]["explanation"], checks["driver-gpu"]
+    said = json.dumps([(c["verdict"], c["explanation"]) for c in checks.values()])
+    assert "SASS runs" not in said and "fails to JIT" not in said, said
 
 
 # --- 3. a printed `cudaenv install X` names a release a source installs -------------------------

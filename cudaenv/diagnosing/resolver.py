@@ -152,8 +152,8 @@ def driver_gpu_findings(gpus, driver: str, tegra: bool = False) -> list[Finding]
         need = driver_predates(sm, driver)
         if need:
             branch = number_key(need[1])[0]
-            return [Finding("error", "driver-gpu", f"driver {driver} predates {name if name == sm else f'{name} ({sm})'}: {sm} GPUs need a driver "
-                            f"of branch R{branch} or newer, the branch of CUDA {need[0]} that introduced them (>= {need[1]}); "
+            return [Finding("error", "driver-gpu", f"driver {driver} predates {name if name == sm else f'{name} ({sm})'}: the {sm} architecture needs a "
+                            f"driver of branch R{branch} or newer, the branch of CUDA {need[0]} that introduced them (>= {need[1]}); "
                             f"an R{number_key(driver)[0]} driver does not see the GPU at all, so no toolkit runs on it until "
                             "the driver is upgraded",
                             driver_fix(need[1], driver), "cudaenv/data/arch_support.json gpus (scripts/gen_data.py gpus), "

@@ -59,6 +59,8 @@ def driver_toolkit(ctx: Context) -> Findings:
                        rel=rel, need=need or floor,
                        floor=TEXT["old-floor"].format(major=major_of(rel), floor=floor) if floor else "")
     elif runs == "compat":
+        if rs.driver_gpu_findings([(g.sm, g.name) for g in ctx.probe.gpus], d, ctx.tegra):
+            return  # the driver does not see the GPU: nothing runs on it, and `driver-gpu` says so
         yield ctx.said("driver", "warn", TEXT["compat"], rs.driver_fix(need, d, ctx.tegra), driver=d,
                        dcv=rs.driver_cuda_version(d, ctx.tegra), rel=rel,
                        unknown="" if need else TEXT["compat-unknown"].format(minor=minor))
