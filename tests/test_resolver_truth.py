@@ -201,6 +201,19 @@ def test_a_driver_that_runs_only_11_0_gets_no_install_of_11_0(tmp_path):
     assert "fix: install NVIDIA driver >= 470.42.01" in r.stdout, r.stdout
 
 
+
+def test_doctor_on_a_driver_that_runs_only_11_0(tmp_path):
+    """An A100 on driver 450.51.06 (11.0 only), torch 1.7.1+cu110, nvcc 10.1 on PATH: doctor names
+    no release a source lacks, and its fix for the toolkit is the driver 11.4 needs."""
+    fakemachine.SMI.setdefault("a100", "0, NVIDIA A100-SXM4-80GB, 8.0, {driver}\n")
+    m = Machine(tmp_path, gpus="a100", driver="450.51.06", torch="1.7.1+cu110")
+    nvcc101 = m.system_toolkit("10.1.243")
+    r = m.cli("doctor", "--python", m.python, env=m.env(path_first=[nvcc101 / "bin"]))
+    assert "Traceback" not in r.stderr, r.stderr
+    assert not assert_installable(r.stdout), r.stdout
+    assert "fix: install NVIDIA driver >= 470.42.01" in r.stdout, r.stdout
+    assert r.stdout.rstrip().endswith("To fix: install NVIDIA driver >= 470.42.01"), r.stdout
+
 ARCHS = ["sm_35", "sm_53", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100",
          "sm_107", "sm_110", "sm_120", "sm_121"]
 TORCHES = [None, "11.3", "11.8", "12.1", "12.6", "12.8", "13.0", "13.2"]

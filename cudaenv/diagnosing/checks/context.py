@@ -241,7 +241,8 @@ class Context:
         needed, then apply the selection to this shell."""
         r = self.recommended
         if not r:
-            return None
+            # Only releases no source installs fit: the resolver's way out (a driver), if it has one.
+            return next((f.fix for f in self.resolution.findings if f.rule == "not-installable"), None)
         steps = []
         if not self.selection_serves(r):
             if not self.installed(r):
