@@ -230,7 +230,7 @@ zstyle ':completion:*' list-separator ''; setopt no_beep; unsetopt always_last_p
 # After each <Tab>: the word completed, read back as the shell reads it, then a clean line.
 dump() {
     local -a w; w=(${(z)BUFFER})
-    eval "set -- $w[3]"
+    eval "set -- $w[-1]"
     print -rn -- "$#:$1"$'\0' >> %(tmp)s/words
     BUFFER=''
 }
@@ -266,9 +266,58 @@ def test_zsh_completes_hostile_names_literally(hostile, tmp_path):
     d.mkdir()
     (d / "rc.zsh").write_text(ZSH_RC % {"completions": COMPLETIONS, "tmp": d})
     (d / "driver.zsh").write_text(ZSH_DRIVER)
+    # The command's own arguments are file names, completed by zsh's _files.
+    files = cwd / "files"
+    files.mkdir()
+    for name in HOSTILE:
+        (files / name).touch()
     lines = [f"cudaenv {command} {name[:3]}" for command in ("local", "which", "exec") for name in HOSTILE]
+    lines += [f"cudaenv exec nvcc files/{name[:3]}" for name in HOSTILE]
     p = subprocess.run(["zsh", "-f", str(d / "driver.zsh"), str(d), *lines], env={**env, "TMPD": str(d)},
                        cwd=cwd, capture_output=True, timeout=300)
     got = (d / "words").read_bytes().decode().split("\0")[:-1]
-    assert got == [f"1:{name}" for _ in range(3) for name in HOSTILE], p.stdout[-2000:]
+    assert got == [f"1:{name}" for _ in range(3) for name in HOSTILE] + [f"1:files/{name}" for name in HOSTILE], \
+        p.stdout[-2000:]
+    no_marker(cwd, cwd.parent)
+
+
+BASH_RC = r'''
+PS1='>'; PS2=''
+source %(completions)s/cudaenv.bash
+# After each <Tab>: the last word of the line, read back as the shell reads it, then a clean line.
+dump() {
+    eval "set -- $READLINE_LINE"
+    printf '%%s\0' "$#:${!#}" >> %(tmp)s/words
+    READLINE_LINE=''
+}
+bind -x '"\C-x": dump'
+echo READY
+'''
+
+BASH_PTY_DRIVER = ZSH_DRIVER.replace("zsh -f -i", "bash --norc --noprofile -i").replace("rc.zsh", "rc.bash")
+
+
+@pytest.mark.slow
+def test_bash_readline_inserts_hostile_names_literally(hostile, tmp_path):
+    """Interactive bash on a pseudo-terminal (driven by zsh's zpty): <Tab> inserts a version, a program
+    and a file name (the command's arguments, bash's own file name completion) as exactly that name."""
+    need("bash")
+    need("zsh")
+    env, cwd = hostile
+    d = tmp_path / "bash"
+    d.mkdir()
+    (d / "rc.bash").write_text(BASH_RC % {"completions": COMPLETIONS, "tmp": d})
+    (d / "driver.zsh").write_text(BASH_PTY_DRIVER)
+    files = cwd / "files"
+    files.mkdir()
+    names = [n for n in HOSTILE if "\n" not in n]  # a newline in the line would end it
+    for name in names:
+        (files / name).touch()
+    lines = [f"cudaenv local {n[:3]}" for n in names] + [f"cudaenv exec {n[:3]}" for n in names]
+    lines += [f"cudaenv exec nvcc files/{n[:3]}" for n in names]
+    p = subprocess.run(["zsh", "-f", str(d / "driver.zsh"), str(d), *lines], env={**env, "TMPD": str(d)},
+                       cwd=cwd, capture_output=True, timeout=300)
+    got = (d / "words").read_bytes().decode().split("\0")[:-1]
+    want = [f"3:{n}" for n in names] * 2 + [f"4:files/{n}" for n in names]
+    assert got == want, p.stdout[-2000:]
     no_marker(cwd, cwd.parent)
