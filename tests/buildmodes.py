@@ -618,8 +618,8 @@ def outcome(t: Traced, library: bool = False, nvcc: bool = True) -> str:
         return "stopped by cudaenv"
     wrong = sorted(used - {"selected"})
     then = f"WRONG: {' + '.join(wrong)}, then " if wrong else ""
-    last = [ln for ln in t.output.splitlines() if re.search(r"error|Error|cannot|not found", ln)
-            and not ln.startswith("bash: cannot set terminal process group")]
+    last = [ln for ln in t.output.splitlines() if re.search(r"\berror\b|Error|cannot|not found", ln)
+            and not ln.startswith(("bash: cannot set terminal process group", " "))]
     if library:  # a Python traceback's last line says what failed: the exception (without its
         # module) and its message up to the next colon
         raised = [ln for ln in t.output.splitlines() if re.match(r"\w[\w.]*(Error|Exception): ", ln)]
@@ -772,6 +772,7 @@ def set_design(world: World, design: str) -> None:
 
 def design_cell(world: World, design: str, consumer: str) -> str:
     """The outcome of `consumer` built with only the shims in a store root left as `design`."""
+    clean(world)
     set_design(world, design)
     try:
         t = run_traced(world, "shims", CONSUMERS[consumer])
@@ -944,7 +945,8 @@ def render(cells: dict, ld_cells: dict | None = None, design: dict | None = None
         "  the tests unless doctor says error.",
         "- doctor: the status of the checks that judge the consumer (`store-root`, `torch-finds`,",
         "  `flashinfer-finds`, `cmake-finds`, `lib-nvrtc`, `lib-nvvm`, `lib-cudart`, `numba-cuda`,",
-        "  `cupy-cuda`, `triton-ptxas`); `-` where doctor has no check for it. It is `ok` exactly where",
+        "  `cupy-cuda`, `triton-ptxas`, `default-root`, `cuda-core`); `-` where doctor gave none of them in",
+        "  that mode (`store-root` is given only where the store root is a consumer's toolkit root). It is `ok` exactly where",
         "  the build used the selected toolkit (or Triton its own ptxas, which `triton-ptxas` judges).",
         "",
         "torch and FlashInfer are stand-ins (`tests/data/buildmodes/site`) that follow those packages'",
@@ -965,8 +967,9 @@ def render(cells: dict, ld_cells: dict | None = None, design: dict | None = None
         "lookup: `CUDA_HOME ?= /usr/local/cuda`, `NVCC ?= $(CUDA_HOME)/bin/nvcc`, headers and",
         "libcudart from under it; here `/usr/local/cuda` is the machine's own toolkit, not the",
         "project's. cuda-core 1.2.2 compiles a kernel that includes `cuda_fp16.h` to PTX with",
-        "`Program(...).compile(\"ptx\")` (NVRTC; no GPU); its cell names whose libnvrtc and whose",
-        "headers its process opened.",
+        "`Program(...).compile(\"cubin\")` (NVRTC; no GPU: for PTX it asks the driver), with the",
+        "headers' directory cuda-pathfinder finds (`find_nvidia_header_directory(\"cudart\")`, as",
+        "cuda-core's examples do); its cell names whose libnvrtc and whose headers its process opened.",
         "",
         "| consumer (builds in) | " + " | ".join(MODE_TITLES[m] for m in MODES) + " |",
         "|---|" + "---|" * len(MODES),
@@ -1037,7 +1040,7 @@ def shown(result: str, status: str, found: tuple) -> str:
 def _generic(message: str) -> str:
     """A message with the run's temporary paths as placeholders, so the page is stable."""
     message = re.sub(r"/\S*/root/versions/13\.0\.3", "$CUDAENV_ROOT/versions/13.0.3", message)
-    message = re.sub(r"/\S*/root(?=[/ ])", "$CUDAENV_ROOT", message)
+    message = re.sub(r"/\S*/root(?=[/ :,]|$)", "$CUDAENV_ROOT", message)
     message = re.sub(r"/\S*/proj/", "<project>/", message)
     message = re.sub(r"/\S*/system-cuda-13\.0", "<system toolkit>", message)
     message = re.sub(r"/\S*/nvrtc-store/versions/13\.0\.3", "$CUDAENV_ROOT/versions/13.0.3", message)

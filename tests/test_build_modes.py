@@ -242,7 +242,10 @@ def test_with_the_global_selection_the_store_root_is_one_toolkit(global_world):
     lib64/ are that toolkit's: torch's load() with only the shims builds with it, and doctor
     says ok."""
     w = global_world
-    t = bm.run_traced(w, "shims", bm.CONSUMERS["torch load()"])
+    try:
+        t = bm.run_traced(w, "shims", bm.CONSUMERS["torch load()"])
+    finally:
+        bm.clean(w)
     assert t is not None and bm.outcome(t) == "selected", t.output[-2000:]
     report = bm.doctor(w, "shims")
     assert report is not None

@@ -15,7 +15,12 @@ CUDAENV_VERSION_FILE never moves them: the store root is shared by everyone
 who uses the store. In a directory that selects another
 toolkit, bin/nvcc runs that one while include/ holds the global one's headers;
 `cudaenv doctor` reports that case (check `store-root`) and the hook, `cudaenv
-exec` or CUDA_HOME=$(cudaenv prefix) avoid it.
+exec` or CUDA_HOME=$(cudaenv prefix) avoid it. A build that reaches the nvcc
+shim with these headers on its line is stopped there; one that runs no cudaenv
+code (pycuda's setup.py runs only gcc) is left to doctor's error. No links, or
+guard headers that refuse every compile, would stop it too, but also every
+build whose directory selects the global toolkit, which these links serve:
+docs/build-modes.md ("Shims only: the design") measures the three.
 
 Only these names are ever touched, and only when absent or a link cudaenv made
 (bin -> shims, or an absolute link ending in the same name): a directory or a
