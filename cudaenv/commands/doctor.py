@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
@@ -48,12 +49,12 @@ def probe_options(f: F) -> F:
 
 
 def _probe(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, driver: str | None, no_gpu: bool,
-           flashinfer: str | None, as_json: bool, platform: str | None = None) -> Probe:
+           flashinfer: str | None, as_json: bool, platform: str | None = None, env: Any = None) -> Probe:
     from ..diagnosing.machine import ProbeInputError, probe
 
     try:
         return probe(python=python, archs=archs, torch_cuda=torch_cuda, driver=driver, no_gpu=no_gpu,
-                     flashinfer=flashinfer, platform=platform)
+                     flashinfer=flashinfer, platform=platform, env=env)
     except ProbeInputError as e:
         usage_error(str(e), as_json)
 
@@ -145,15 +146,21 @@ def doctor(python: str | None, archs: tuple[str, ...], torch_cuda: str | None, d
     from ..diagnosing import diagnostics as doc
     from ..diagnosing import jitcache
 
+    from ..diagnosing.checks.venv import bound_env
+
     p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, platform)
-    report = doc.doctor(p)
+    # A bound venv's interpreter applies its project's toolkit at every start: judge that.
+    env = bound_env(p.python.executable if p.python else None, os.environ)
+    if env is not None:
+        p = _probe(python, archs, torch_cuda, driver, no_gpu, flashinfer, as_json, platform, env)
+    report = doc.doctor(p, env)
     if fix and report.stale_caches:
         n = len(report.stale_caches)
         noun = "entry" if n == 1 else "entries"
         if yes or click.confirm(f"Remove {n} stale JIT cache {noun}?", default=False, err=True):
             removed = [e.path for e in report.stale_caches if jitcache.remove(e.path)]
             click.echo(f"removed {len(removed)} stale JIT cache {noun}", err=True)
-            report = doc.doctor(p)
+            report = doc.doctor(p, env)
     if fmt == "prometheus" or output:
         from ..diagnosing.metrics import OutputError, render, write_atomic
 

@@ -22,6 +22,7 @@ from .checks.answers import consumer_answers
 from .checks.caches import CLEAR, jit_caches
 from .checks.companions import companions
 from .checks.context import SCHEMA, Check, Context, Findings, Report
+from .checks.cudacore import cuda_core
 from .checks.cupy import cupy_checks
 from .checks.driver import driver_gpu, driver_toolkit, driver_torch
 from .checks.flashinfer import flashinfer_sm12
@@ -29,12 +30,12 @@ from .checks.hostcc import host_compiler
 from .checks.ldpath import ld_library_path, ld_shadow
 from .checks.libraries import library_consumers
 from .checks.numba import numba_cuda_checks
-from .checks.roots import store_root, store_root_users
+from .checks.roots import default_root, store_root, store_root_users
 from .checks.selection import consumers_find, cuda_home, env_agree, selected_toolkit
 from .checks.toolkit import gpu_target, libcuda_stub, toolkit_headers
 from .checks.torch import torch_arch, torch_mismatch_text, torch_toolkit
 from .checks.triton import triton_ptxas
-from .checks.venv import venv_binding
+from .checks.venv import bound_env, venv_binding
 from .machine import Probe, probe as run_probe
 
 __all__ = ["CHECKS", "SCHEMA", "Check", "Context", "Findings", "Report", "doctor", "render", "run_checks",
@@ -50,6 +51,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("env-agree", env_agree),
     ("consumers-find", consumers_find),
     ("store-root", store_root),
+    ("default-root", default_root),
     ("torch-toolkit", torch_toolkit),
     ("gpu-target", gpu_target),
     ("torch-arch", torch_arch),
@@ -64,6 +66,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Findings]], ...] = (
     ("libraries", library_consumers),
     ("cupy", cupy_checks),
     ("numba-cuda", numba_cuda_checks),
+    ("cuda-core", cuda_core),
     ("ld-shadow", ld_shadow),
     ("ld-library-path", ld_library_path),
     ("driver-gpu", driver_gpu),
@@ -106,6 +109,10 @@ def doctor(probe: Probe | None = None, env=None, **probe_args) -> Report:
     env = os.environ if env is None else env
     if probe is None:
         probe = run_probe(env=env, **probe_args)
+        # A bound venv's interpreter applies its project's toolkit at every start: judge that.
+        bound = bound_env(probe.python.executable if probe.python else None, env)
+        if bound is not None:
+            env, probe = bound, run_probe(env=bound, **probe_args)
     return run_checks(Context.of(probe, env))
 
 

@@ -40,6 +40,7 @@ WATCHED = {  # distribution names (normalised) -> what we report them as
     "cupy-cuda12x": "cupy",
     "cupy-cuda13x": "cupy",
     "cuda-pathfinder": "cuda-pathfinder",
+    "cuda-core": "cuda-core",  # its Program compiles with the libnvrtc cuda-pathfinder loads
     "numba-cuda": "numba-cuda",
     "cuda-bindings": "cuda-bindings",  # its major is the CUDA numba-cuda's extras paired it with
     "nvidia-nvjitlink-cu12": "nvidia-nvjitlink", "nvidia-nvjitlink": "nvidia-nvjitlink",

@@ -16,6 +16,7 @@ venv        venv-binding
 libraries   lib-<name>, cupy-nvcc, meson-cuda
 cupy        cupy-cuda, driver-cupy
 numba       numba-cuda, numba-cuda-ptx
+cudacore    cuda-core
 ldpath      ld-shadow, ld-library-path
 driver      driver-gpu, driver-torch, driver
 caches      jit-caches

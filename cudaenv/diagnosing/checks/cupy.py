@@ -5,12 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from ...foundation.versions import major_minor, major_of
+from ...foundation import store
+from ...selecting import libsearch
 from .. import numba_cupy as nc
 from .. import resolver as rs
+from ..machine import default_root
 from .context import Context, Findings
+from .facts import PATHFINDER_WHY, apply_fix
 
 TEXT: dict[str, Any] = {
     "match": "{label} matches the selected toolkit {rel}",
+    "match-elsewhere": ("{label} matches the selected toolkit {rel}, but cupy would compile with {what} ({step})",
+                        "{why}: its kernels are built by another toolkit than the selected {root}."),
+    "nvcc": "{path}",
+    "nvrtc": "libnvrtc {path}",
+    "nvcc-why": "cupy {version} takes nvcc from {how}, before the selection's",
     "other": ("{label} is for CUDA {toolkit}; the selected toolkit is {rel}",
               "cupy compiles its kernels at run time with the toolkit's NVRTC (a cubin for the GPU) "
               "and, for some, its nvcc: with {rel} they are CUDA {major}.x code{floor}, next to cupy's own statically "
@@ -31,6 +40,35 @@ def _cupy_fix(ctx: Context, dist: str, version: str) -> str | None:
         return ctx.toolkit_fix()
     target = r or (major_minor(ctx.selected_release) if ctx.selected_release else None)
     return nc.cupy_swap_fix(dist, version, major_of(target)) if target else None
+
+
+def _elsewhere(ctx: Context, version: str) -> tuple[str, str, str, str] | None:
+    """(what, step, why, fix) when cupy's nvcc or libnvrtc would come from another toolkit than
+    the selection (nvcc on PATH ahead of the shims, CUDA_PATH, the loader's libcudart's toolkit)."""
+    py, root = ctx.probe.python, str(ctx.selected_root)
+    sites = py.site_packages if py else []
+    lookup = nc.cupy_nvcc_lookup(version)
+    nvcc, step = libsearch.cupy_nvcc(lookup, ctx.loader_env, sites, default_root(ctx.env))
+    shim = nvcc and libsearch.inside(nvcc, str(store.shims_dir(ctx.env)))
+    if nvcc and not shim and step != "site-packages" and not libsearch.inside(nvcc, root):
+        why = TEXT["nvcc-why"].format(version=version, how=", then ".join(lookup))
+        return TEXT["nvcc"].format(path=nvcc), step, why, apply_fix()
+    path, step = libsearch.pathfinder_find("nvrtc", ctx.loader_env, sites)
+    if path and step != "site-packages" and not libsearch.inside(path, root):
+        fix = apply_fix(ctx.env) if step in ("system-search", "system-ctk-root") else apply_fix()
+        return TEXT["nvrtc"].format(path=path), step, PATHFINDER_WHY[step], fix
+    return None
+
+
+def _match(ctx: Context, dist: str, version: str, label: str, rel: str) -> Findings:
+    """The wheel takes the selection's CUDA: ok only where cupy's nvcc and NVRTC are the selection's."""
+    other = _elsewhere(ctx, version)
+    if other is None:
+        yield ctx.said("cupy-cuda", "ok", TEXT["match"], label=label, rel=rel)
+        return
+    what, step, why, fix = other
+    yield ctx.said("cupy-cuda", "warn", TEXT["match-elsewhere"], fix, label=label, rel=rel, what=what, step=step,
+                   why=why[0].upper() + why[1:], root=ctx.selected_root)
 
 
 def _driver(ctx: Context, dist: str, version: str, major: int, built: str) -> Findings:
@@ -62,7 +100,7 @@ def cupy_checks(ctx: Context) -> Findings:
     rel = ctx.selected_release if ctx.selected_release and ctx.selected_release != "unknown" else None
     if rel and ctx.selected_root and not ctx.probe.selection_error:
         if nc.cupy_accepts(dist, rel):
-            yield ctx.said("cupy-cuda", "ok", TEXT["match"], label=label, rel=rel)
+            yield from _match(ctx, dist, version, label, rel)
         else:
             floor = rs.compat_floor(major_of(rel))
             yield ctx.said("cupy-cuda", "error", TEXT["other"], _cupy_fix(ctx, dist, version), label=label,

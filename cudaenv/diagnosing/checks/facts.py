@@ -13,6 +13,15 @@ from ...selecting import libsearch
 from ...selecting.activation import ld_library_path_wanted
 from ..machine import HEADER_SCAN_BYTES, WATCHED
 
+# Why cuda-pathfinder took a library from outside the selection, by the step that found it.
+PATHFINDER_WHY = {
+    "system-search": "the dynamic loader finds it first (LD_LIBRARY_PATH or /etc/ld.so.conf), before cuda-pathfinder "
+                     "looks at CUDA_PATH",
+    "conda": "cuda-pathfinder takes $CONDA_PREFIX before CUDA_PATH",
+    "CUDA_PATH": "CUDA_PATH (or CUDA_HOME) names another toolkit",
+    "system-ctk-root": "cuda-pathfinder falls back to the toolkit of the libcudart the loader finds",
+}
+
 # Where the linker finds the driver's libcuda.so development link (what `-lcuda` needs when
 # a toolkit has no stub); CUDAENV_LIBCUDA_DIRS replaces the system list (tests).
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")

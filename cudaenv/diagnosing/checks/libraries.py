@@ -17,7 +17,7 @@ from ...selecting.activation import lib_dir as activation_lib_dir
 from .. import numba_cupy as nc
 from ..machine import default_root
 from .context import Context, Findings
-from .facts import apply_fix, library_users
+from .facts import PATHFINDER_WHY as WHY, apply_fix, library_users
 from .numba import numba_supports, numba_toolkit_fix
 
 TEXT: dict[str, Any] = {
@@ -57,14 +57,6 @@ TEXT: dict[str, Any] = {
               "meson mixes the two (e.g. `macro \"__cudaLaunch\" requires 2 arguments`) unless "
               "CUDA_PATH names the toolkit nvcc comes from."),
 }
-
-# Why cuda-pathfinder took a library from outside the selection, by the step that found it.
-WHY = {"system-search": "the dynamic loader finds it first (LD_LIBRARY_PATH or /etc/ld.so.conf), "
-                        "before cuda-pathfinder looks at CUDA_PATH",
-       "conda": "cuda-pathfinder takes $CONDA_PREFIX before CUDA_PATH",
-       "CUDA_PATH": "CUDA_PATH (or CUDA_HOME) names another toolkit",
-       "system-ctk-root": "cuda-pathfinder falls back to the toolkit of the libcudart the loader finds"}
-
 
 def _not_found(ctx: Context, users: dict, lib: str, needed: list[str]) -> Findings:
     """No wheel, conda or loader directory gives `lib`, which `needed` cannot work without."""

@@ -13,6 +13,7 @@ from .. import numba_cupy as nc
 from .. import resolver as rs
 from ..machine import release_of
 from .context import Context, Findings
+from .facts import PATHFINDER_WHY as WHY, apply_fix
 
 TEXT: dict[str, Any] = {
     "major": ("numba-cuda {version} would load lib{lib} of CUDA {major}.x ({path}); it supports CUDA {supported}",
@@ -26,6 +27,9 @@ TEXT: dict[str, Any] = {
                  "loads them through, takes the first libnvrtc.so.13 or .so.12 it finds, of either major."),
     "came-with": "; this one came with [{extra}]",
     "ok": "numba-cuda {version} loads {names}{of} (it supports {supported})",
+    "elsewhere": ("numba-cuda {version} would load {path} ({step}), not lib{lib} of the selected toolkit {root}",
+                  "{why}, so its kernels mix two toolkits (libnvvm of one, libdevice, libnvrtc or libcudart of "
+                  "another)."),
     "ptx-what": "the PTX {isa} numba-cuda's NVVM ({rel}) writes",
     "link-old": ("nvJitLink {link_rel} cannot compile {what}",
                  "numba-cuda links its kernels with nvJitLink ({path}, {step}), which reads PTX up to "
@@ -94,6 +98,24 @@ def _bindings(ctx: Context, version: str, loaded: dict, lib_majors: list[int]) -
                    came=TEXT["came-with"].format(extra=extra) if extra else "")
 
 
+def _elsewhere(ctx: Context, version: str, loaded: dict) -> Findings:
+    """Never ok while cuda-pathfinder would take libnvvm, libnvrtc or libcudart of another toolkit
+    than the selection (a wheel's are numba-cuda's own choice)."""
+    root, py = ctx.selected_root, ctx.probe.python
+    if not root or not py:
+        return
+    found = {lib: v[:2] for lib, v in loaded.items()}
+    cudart = libsearch.pathfinder_find("cudart", ctx.loader_env, py.site_packages)
+    if cudart[0]:
+        found["cudart"] = cudart
+    for lib, (path, step) in found.items():
+        if step != "site-packages" and not libsearch.inside(path, root):
+            fix = apply_fix(ctx.env) if step in ("system-search", "system-ctk-root") else apply_fix()
+            yield ctx.said("numba-cuda", "warn", TEXT["elsewhere"], fix, version=version, path=path, step=step, lib=lib,
+                           root=root, why=WHY[step])
+            return
+
+
 def numba_cuda_checks(ctx: Context) -> Findings:
     """`numba-cuda`: the libnvvm and libnvrtc numba-cuda loads (through cuda-pathfinder) are of a
     CUDA major it supports, and of its cuda-bindings' major (its [cu12]/[cu13] extras pair them);
@@ -120,7 +142,7 @@ def numba_cuda_checks(ctx: Context) -> Findings:
                        whose=TEXT["selected-of"].format(rel=rel) if rel else TEXT["another"])
         return
     lib_majors = sorted({v[3] for v in loaded.values() if v[3] is not None})
-    warned = list(_bindings(ctx, version, loaded, lib_majors))
+    warned = list(_bindings(ctx, version, loaded, lib_majors)) or list(_elsewhere(ctx, version, loaded))
     if warned:
         yield from warned
     elif loaded:

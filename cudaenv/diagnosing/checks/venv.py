@@ -6,7 +6,9 @@ from typing import Any
 
 import os
 
-from ...selecting import venvbind
+from ... import venvstart
+from ...selecting import activation, venvbind
+from .facts import real
 from .context import Context, Findings
 
 TEXT: dict[str, Any] = {
@@ -33,3 +35,21 @@ def venv_binding(ctx: Context) -> Findings:
     hint = problem.rsplit("run: ", 1)[1] if problem and "run: " in problem else None
     yield ctx.said("venv-binding", "warn", TEXT["not-applied"], hint, prefix=prefix, project=project or "a project",
                    problem=problem)
+
+
+def bound_env(python: str | None, env) -> dict[str, str] | None:
+    """The environment the interpreter `python` runs in when its venv is bound: the binding
+    applies its project's toolkit at every start (venvstart.apply), whatever the shell that
+    runs doctor has, so that is the selection and the environment to judge. None when the venv
+    is not bound, its toolkit cannot be applied (venv-binding says why), or `env` is already it."""
+    if not python:
+        return None
+    prefix = os.path.dirname(os.path.dirname(python))
+    if not os.path.exists(os.path.join(prefix, "cudaenv-binding.cfg")) or real(env.get(venvstart.MARKER)) == real(prefix):
+        return None
+    _, _, resolved, _ = venvbind.show(prefix, env)
+    if resolved is None:
+        return None
+    out = activation.applied(resolved.root, env)
+    out[venvstart.MARKER] = prefix
+    return out
