@@ -124,7 +124,7 @@ end
 # (select.sh's _cudaenv_size_known), the size comes first: from a stamp of our
 # own at the file's own path under $CUDAENV_ROOT/@SIZE_STAMPS@, dated exactly
 # as the file (a file changed or dated back since has another time), for our
-# own files only, else from one `wc -c` (fstat, no byte read), which leaves
+# own files only, else from one `stat -c %s` (not even an open), which leaves
 # that stamp. Status 1 past the bound. A size that cannot be measured is
 # status 0: the reads still count what they see.
 function __cudaenv_size_ok -a file
@@ -135,9 +135,9 @@ function __cudaenv_size_ok -a file
     if test -n "$stamp"; and test -O "$stamp"; and not test "$file" -nt "$stamp"; and not test "$file" -ot "$stamp"
         return 0
     end
-    set -l wc (__cudaenv_std_tool wc); or return 0
+    set -l stat (__cudaenv_std_tool stat); or return 0
     # (Not `; or`: string trim's status says whether it trimmed.)
-    set -l size (string trim -- ($wc -c < $file 2>/dev/null))
+    set -l size (string trim -- ($stat -L -c %s -- $file 2>/dev/null))
     string match -q -r -- '^[0-9]{1,15}$' "$size"; or return 0
     test $size -gt @MAX_BYTES@; and return 1
     test -n "$stamp"; or return 0

@@ -10,6 +10,10 @@ _ce_collect_warn=1
 
 # select-rare.sh is inlined above: nothing to load, unlike in a shim.
 _cudaenv_rare() { :; }
+_cudaenv_rare_shared() { :; }
+# A prompt is not ended by a watchdog (shim-rare.sh's): the hooks test a version file's kind before
+# they open it, and Ctrl-C ends a wait on a FIFO swapped in since.
+_cudaenv_guard() { :; }
 
 # The user's own values, saved once per shell, restored when no selection applies.
 if [ -z "${_CUDAENV_SAVED-}" ]; then

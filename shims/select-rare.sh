@@ -5,6 +5,68 @@
 # sources it, as `cudaenv rehash` wrote it next to the shims, only when one of
 # these paths is taken. Same rules and same safety as select.sh.
 
+# The first part, the only one a shim under shared stores loads on its
+# common path (_cudaenv_rare_shared in shim.sh): the shared stores' checks.
+
+# Printable ASCII: values holding anything else are not echoed back verbatim,
+# so a crafted file cannot put escape sequences on the user's terminal.
+_ce_printable=' !"#$%&'\''()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
+
+# CUDAENV_SHARED_ROOTS is set (_cudaenv_shared, select.sh): checks each entry
+# (absolute, printable ASCII) and whether the alias table is stale: built for
+# another list (aliases/.shared-roots records it) or older than a shared
+# store's versions/ (an admin added or removed a toolkit). A few `test`
+# builtins per store, no process: a shim under shared stores costs the same as
+# one without (the target of docs/performance.md).
+_cudaenv_shared_stale() {
+    local entry marker= noglob= IFS
+    # The setting is checked and normalized once per value: a prompt hook
+    # does that once per shell (and looks at the stores only when it selects,
+    # not at a prompt where nothing changed). The checks (~30 µs a pattern in bash)
+    # look at the whole value: an entry is relative where the value or a
+    # field starts with anything but "/", and a byte that is not printable
+    # ASCII is in some entry. select-rare.sh names the first bad entry.
+    # (`case` rather than `[`: syntax, not a command, so cheaper in bash.)
+    case $CUDAENV_SHARED_ROOTS in
+        "${_ce_shared_checked-}") ;;
+        *)
+            case $CUDAENV_SHARED_ROOTS in
+                [!/:]* | *:[!/:]* | *[!"$_ce_printable"]*)
+                    _cudaenv_rare
+                    _cudaenv_shared_bad
+                    return 1 ;;
+            esac
+            # Globbing is turned off around the splitting only where a path holds
+            # a pattern character: `set -f` and its undoing cost more than the
+            # tests themselves in bash.
+            _ce_shared_glob=
+            case $CUDAENV_SHARED_ROOTS in *[*?[]*) _ce_shared_glob=1 ;; esac
+            [ -z "$_ce_shared_glob" ] || { case $- in *f*) noglob=1 ;; esac; set -f; }
+            IFS=:
+            _ce_shared_list=
+            for entry in $CUDAENV_SHARED_ROOTS; do
+                [ -z "$entry" ] && continue
+                while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
+                _ce_shared_list=${_ce_shared_list:+$_ce_shared_list:}$entry
+            done
+            [ -z "$_ce_shared_glob" ] || [ -n "$noglob" ] || set +f
+            _ce_shared_checked=$CUDAENV_SHARED_ROOTS ;;
+    esac
+    _ce_shared=$_ce_shared_list
+    case $_ce_shared_glob in 1) case $- in *f*) noglob=1 ;; esac; set -f ;; esac
+    IFS=:
+    for entry in $_ce_shared; do
+        [ "$entry/versions" -nt "$_ce_r/aliases" ] && _ce_stale=1
+    done
+    case $_ce_shared_glob$noglob in 1) set +f ;; esac
+    [ -f "$_ce_r/aliases/.shared-roots" ] && IFS= read -r marker <"$_ce_r/aliases/.shared-roots"
+    case $marker in "$_ce_shared") ;; *) _ce_stale=1 ;; esac
+    return 0
+}
+
+# A shim that loaded only the part above for its shared stores stops here.
+case ${_ce_rare_part-} in 1) return 0 ;; esac
+
 _ce_allowed=@ALLOWED@
 
 # $1 fit for a terminal, into _ce_clean: each byte that is not printable ASCII
@@ -31,6 +93,22 @@ _cudaenv_clean() {
 _cudaenv_say() {
     _cudaenv_clean "$1"
     printf '%s\n' "$_ce_clean" >&2
+}
+
+# The errors of select.sh's common functions, here so a shim does not parse them.
+_cudaenv_root_not_absolute() {
+    _cudaenv_describe "$CUDAENV_ROOT"
+    _ce_err=@ROOT_NOT_ABSOLUTE{shown=$_ce_shown}@
+    return 1
+}
+_cudaenv_version_file_not_absolute() {
+    _cudaenv_describe "$CUDAENV_VERSION_FILE"
+    _ce_err=@VERSION_FILE_NOT_ABSOLUTE{shown=$_ce_shown}@
+    return 1
+}
+_cudaenv_env_invalid() {
+    _cudaenv_describe "$_ce_trimmed"
+    _cudaenv_invalid @ENV_INVALID{shown=$_ce_shown}@
 }
 
 # A grammar error: what is wrong, and what would be right.
@@ -84,8 +162,12 @@ _cudaenv_select_shared() {
     [ -n "$noglob" ] || set +f
     if [ -n "$_ce_shared_default" ]; then
         _ce_source=$_ce_shared_default
+        # A store that passed _cudaenv_untrusted_shared: nobody but root and us may swap its files.
+        _ce_noguard=1
         _cudaenv_read_version "$_ce_source"
-        return
+        set -- "$?"
+        _ce_noguard=
+        return $1
     fi
     _ce_source=default
     _ce_spec=system
@@ -98,9 +180,10 @@ _cudaenv_too_large() {
     _ce_err=@TOO_LARGE{path=$1}@
 }
 
-# Measure version file $1 without reading it (see _cudaenv_size_known): `wc -c`
-# takes a regular file's size from fstat, found on the standard PATH (`command
-# -p`), never on the caller's. Status 1 past the bound. Within it, a stamp
+# Measure version file $1 without reading it (see _cudaenv_size_known): `stat
+# -c %s` takes its size from stat(2), without opening it (an open of a FIFO
+# swapped in since would wait), found on the standard PATH (`command -p`),
+# never on the caller's. Status 1 past the bound. Within it, a stamp
 # spares the next runs this process; it is written after the measure, in
 # directories of our own made private (umask 077), dated as the file (`touch
 # -r`), for our own files only. A size that cannot be measured is status 0:
@@ -108,7 +191,7 @@ _cudaenv_too_large() {
 # _cudaenv_size_known derived (empty: the file gets none).
 _cudaenv_size_check() {
     local size dir="$_ce_r/@SIZE_STAMPS@"
-    size=$(command -p wc -c <"$1" 2>/dev/null) || return 0
+    size=$(command -p stat -L -c %s -- "$1" 2>/dev/null) || return 0
     _cudaenv_trim "$size"
     case $_ce_trimmed in '' | *[!0123456789]*) return 0 ;; esac
     [ ${#_ce_trimmed} -gt 15 ] || [ "$_ce_trimmed" -gt @MAX_BYTES@ ] && return 1
@@ -210,7 +293,7 @@ _cudaenv_scan_fd9() {
     if [ "${3-}" != careful ] && [ -z "${_ce_nul-}" ]; then
         _cudaenv_fd9_pos || { _ce_err="$1: cannot check the version file (needs /proc/self/fdinfo)"; return 1; }
         if [ "$_ce_pos" != "$count" ]; then
-            _cudaenv_scan_fd9 "$1" "${2-}" careful 9<"$1"
+            _cudaenv_scan_fd9 "$1" "${2-}" careful 2>/dev/null 9<"$1"
             return
         fi
     fi
@@ -283,9 +366,10 @@ _cudaenv_read_slow() {
         _ce_err=@UNREADABLE{path=$1,reason=$reason}@
         return 1
     fi
+    [ -O "${1%/*}" ] || [ -n "${_ce_noguard-}" ] || _cudaenv_guard "$1"
     case $1 in
-        */.tool-versions) _cudaenv_scan_fd9 "$1" tool 9<"$1" ;;
-        *) _cudaenv_scan_fd9 "$1" 9<"$1" ;;
+        */.tool-versions) _cudaenv_scan_fd9 "$1" tool 2>/dev/null 9<"$1" ;;
+        *) _cudaenv_scan_fd9 "$1" 2>/dev/null 9<"$1" ;;
     esac
 }
 

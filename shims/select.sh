@@ -23,13 +23,12 @@
 #   _ce_err     the one-line error (without "cudaenv: ")
 #   _ce_warn    with _ce_collect_warn set, warnings for the caller to print
 
-# Printable ASCII: values holding anything else are not echoed back verbatim,
-# so a crafted file cannot put escape sequences on the user's terminal.
-_ce_printable=' !"#$%&'\''()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
 _ce_tab='	'
 _ce_cr=@CR@  # a carriage return, filled in by cudaenv (editors mangle a literal one)
 
-# The CUDAENV_ROOT the shims and hooks use, without trailing slashes. A value
+# The CUDAENV_ROOT the shims and hooks use, without trailing slashes, into
+# _ce_r: each entry point (a shim's main part, the hook) runs this first, and
+# the functions below read _ce_r. A value
 # that is not absolute (`~/store` too: nothing expands it) would name another
 # store in every directory, a cloned repository's among them: status 1 and
 # _ce_err, as store.root() refuses it.
@@ -43,23 +42,18 @@ _cudaenv_root() {
         esac
     done
     _cudaenv_rare
-    _cudaenv_describe "$CUDAENV_ROOT"
-    _ce_err=@ROOT_NOT_ABSOLUTE{shown=$_ce_shown}@
-    return 1
+    _cudaenv_root_not_absolute
 }
 
 # The global version file into _ce_global: $CUDAENV_VERSION_FILE (a user's own
 # on a shared store; absolute, as in store.py) or $CUDAENV_ROOT/version.
 _cudaenv_global_file() {
-    _cudaenv_root || return 1
     _ce_global=${CUDAENV_VERSION_FILE:-$_ce_r/version}
     case $_ce_global in
         /*) return 0 ;;
     esac
     _cudaenv_rare
-    _cudaenv_describe "$CUDAENV_VERSION_FILE"
-    _ce_err=@VERSION_FILE_NOT_ABSOLUTE{shown=$_ce_shown}@
-    return 1
+    _cudaenv_version_file_not_absolute
 }
 
 # $1 with spaces and tabs trimmed on both sides, into _ce_trimmed.
@@ -73,7 +67,7 @@ _cudaenv_trim() {
 # most @MAX_SPEC_LEN@ characters. Digits are listed one by one: a [0-9] range
 # may match other digits in some locales.
 _cudaenv_valid_spec() {
-    [ ${#1} -le @MAX_SPEC_LEN@ ] || return 1
+    case $((${#1} > @MAX_SPEC_LEN@)) in 1) return 1 ;; esac
     case $1 in
         system) return 0 ;;
         '' | *[!0123456789.]* | .* | *. | *..* | *.*.*.* ) return 1 ;;
@@ -116,7 +110,7 @@ _cudaenv_line9() {
 # without a cuda line).
 _cudaenv_read_version() {
     _ce_big=
-    if [ -f "$1" ] && [ -r "$1" ] && [ -z "${_ce_nul-}" ]; then
+    if [ -f "$1" -a -r "$1" ] && [ -z "${_ce_nul-}" ]; then
         if [ -z "$_ce_bounded" ] && ! _cudaenv_size_known "$1"; then
             _cudaenv_rare
             if ! _cudaenv_size_check "$1"; then
@@ -124,9 +118,12 @@ _cudaenv_read_version() {
                 return 1
             fi
         fi
+        # Another user's directory: they can swap the file for a FIFO between the test
+        # above and the open, which waits for a writer (_cudaenv_guard bounds that).
+        [ -O "${1%/*}" ] || [ -n "${_ce_noguard-}" ] || { _cudaenv_rare; _cudaenv_guard "$1"; }
         case $1 in
             */.tool-versions) ;;
-            *) _cudaenv_quick_fd9 9<"$1" && return 0 ;;
+            *) _cudaenv_quick_fd9 2>/dev/null 9<"$1" && return 0 ;;
         esac
     fi
     _cudaenv_rare
@@ -154,13 +151,13 @@ _cudaenv_read_version() {
 # for none), which _cudaenv_size_check writes.
 _cudaenv_size_known() {
     _ce_stamp=
-    _cudaenv_root || return 1
     case $1 in */./* | */../* | *//* | */. | */..) return 1 ;; esac
     _ce_stamp=$_ce_r/@SIZE_STAMPS@$1
-    [ -O "$1" ] && [ -O "$_ce_stamp" ] && [ ! "$1" -nt "$_ce_stamp" ] && [ ! "$1" -ot "$_ce_stamp" ]
+    [ -O "$1" -a -O "$_ce_stamp" ] && ! [ "$1" -nt "$_ce_stamp" -o "$1" -ot "$_ce_stamp" ]
 }
 
-# The common version file, read in one pass on fd 9: comment lines, one valid
+# The common version file, read in one pass on fd 9 (with `case` for the
+# tests: syntax, where `[` is a command, which costs dash twice as much): comment lines, one valid
 # version, nothing past the bounds (@MAX_BYTES@ bytes, @MAX_LINES@ lines, lines
 # of @MAX_LINE@ bytes up to the value), no byte that `read` dropped. Status 0
 # only when _cudaenv_scan_fd9 (select-rare.sh) would select the same spec at
@@ -173,27 +170,30 @@ _cudaenv_quick_fd9() {
         nl=1
         _cudaenv_line9 $((@MAX_BYTES@ + 1 - count)) || nl=0
         line=$_ce_l
-        [ $nl = 0 ] && [ -z "$line" ] && break
+        case $nl$line in 0) break ;; esac  # the end of the file
         count=$((count + ${#line} + nl))
         lineno=$((lineno + 1))
-        { [ $count -gt @MAX_BYTES@ ] || [ $lineno -gt @MAX_LINES@ ]; } && { _ce_big=1; return 1; }
+        case $((count > @MAX_BYTES@ || lineno > @MAX_LINES@)) in 1) _ce_big=1; return 1 ;; esac
         # Decided already, or a comment line (most lines before the value):
         # nothing more to check here, as in _cudaenv_scan_fd9.
-        [ -n "$spec" ] && { [ $nl = 1 ] && continue || break; }
+        case $spec in ?*) case $nl in 1) continue ;; esac; break ;; esac
         case $line in
-            '#'*) [ ${#line} -le @MAX_LINE@ ] && { [ $nl = 1 ] && continue || break; } ;;
+            '#'*) case $((${#line} > @MAX_LINE@)) in 0) case $nl in 1) continue ;; esac; break ;; esac ;;
         esac
         line=${line%"$_ce_cr"}
-        [ ${#line} -gt @MAX_LINE@ ] && return 1
+        case $((${#line} > @MAX_LINE@)) in 1) return 1 ;; esac
         _cudaenv_trim "${line%%#*}"
-        if [ -n "$_ce_trimmed" ]; then
-            _cudaenv_valid_spec "$_ce_trimmed" || return 1
-            spec=$_ce_trimmed
-            at=$lineno
-        fi
-        [ $nl = 1 ] || break
+        case $_ce_trimmed in
+            ?*)
+                _cudaenv_valid_spec "$_ce_trimmed" || return 1
+                spec=$_ce_trimmed
+                at=$lineno ;;
+        esac
+        case $nl in 1) ;; *) break ;; esac
     done
-    [ -n "$spec" ] && _cudaenv_fd9_pos && [ "$_ce_pos" = "$count" ] || return 1
+    case $spec in '') return 1 ;; esac
+    _cudaenv_fd9_pos || return 1
+    case $_ce_pos in "$count") ;; *) return 1 ;; esac
     _ce_spec=$spec
     _ce_line=$at
 }
@@ -227,7 +227,7 @@ _cudaenv_find_file() {
             _cudaenv_rare
             _cudaenv_find_in "$d" && return 0
         fi
-        [ -z "$d" ] && break
+        case $d in '') break ;; esac
         d=${d%/*}
     done
     _ce_file=
@@ -239,13 +239,13 @@ _cudaenv_find_file() {
 # from its own directory looks in its ancestor processes' (shim-rare.sh) before
 # the global one.
 _cudaenv_select() {
-    _cudaenv_trim "${CUDAENV_VERSION-}"
+    _ce_trimmed=
+    case ${CUDAENV_VERSION-} in *[!" $_ce_tab"]*) _cudaenv_trim "$CUDAENV_VERSION" ;; esac
     if [ -n "$_ce_trimmed" ]; then
         _ce_source=CUDAENV_VERSION
         if ! _cudaenv_valid_spec "$_ce_trimmed"; then
             _cudaenv_rare
-            _cudaenv_describe "$_ce_trimmed"
-            _cudaenv_invalid @ENV_INVALID{shown=$_ce_shown}@
+            _cudaenv_env_invalid
             return 1
         fi
         _ce_spec=$_ce_trimmed
@@ -271,12 +271,12 @@ _cudaenv_select() {
 # The toolkit root for _ce_spec, into _ce_root. On failure sets _ce_err and
 # returns 127, like cudaenv.selecting.selection.locate (1 for a bad CUDAENV_SHARED_ROOTS).
 _cudaenv_resolve() {
-    _cudaenv_root || return 1
     _ce_root=
-    if [ "$_ce_spec" = system ]; then
-        _cudaenv_rare
-        _cudaenv_system_root && return 0
-    fi
+    case $_ce_spec in
+        system)
+            _cudaenv_rare
+            _cudaenv_system_root && return 0 ;;
+    esac
     # A toolkit copied into or deleted from versions/ by hand since the last
     # rehash: one `test -nt`, and only then a listing of versions/.
     if [ "$_ce_r/versions" -nt "$_ce_r/aliases" ] && _cudaenv_rare && _cudaenv_scan_versions; then
@@ -289,9 +289,7 @@ _cudaenv_resolve() {
     # The alias table: one file per accepted spec, its first line the root.
     elif [ -f "$_ce_r/aliases/$_ce_spec" ]; then
         IFS= read -r _ce_root <"$_ce_r/aliases/$_ce_spec" || :
-        if [ -n "$_ce_root" ] && [ -d "$_ce_root/bin" ]; then
-            return 0
-        fi
+        case $_ce_root in ?*) [ -d "$_ce_root/bin" ] && return 0 ;; esac
         _ce_root=
     fi
     _cudaenv_rare
@@ -299,16 +297,14 @@ _cudaenv_resolve() {
 }
 
 # CUDAENV_SHARED_ROOTS: read-only stores whose toolkits the user's rehash
-# folds into the user's one alias table (cudaenv/selecting/shared_roots.py). Checks each
-# entry (absolute, printable ASCII) and whether that table is stale: built for
-# another list (aliases/.shared-roots records it) or older than a shared
-# store's versions/ (an admin added or removed a toolkit). A few `test`
-# builtins per store, no process. Sets _ce_shared (the list without empty
-# entries and trailing slashes) and _ce_stale; on a bad entry _ce_err, status 1.
-# Here and not in select-rare.sh: a shim under shared stores costs the same as
-# one without (the target of docs/performance.md).
+# folds into the user's one alias table (cudaenv/selecting/shared_roots.py).
+# Sets _ce_shared (the list without empty entries and trailing slashes) and
+# _ce_stale (the table is stale: built for another list, or older than a
+# shared store's versions/); on a bad entry _ce_err, status 1. Without shared
+# stores, one `test`; with them, _cudaenv_shared_stale, the first part of the
+# rare half (_cudaenv_rare_shared: a shim under shared stores parses no more
+# than this code inlined, and none of the rest of that file).
 _cudaenv_shared() {
-    local entry marker= noglob= IFS
     _ce_stale=
     _ce_shared=
     case ${CUDAENV_SHARED_ROOTS-} in
@@ -316,48 +312,8 @@ _cudaenv_shared() {
             [ -e "$_ce_r/aliases/.shared-roots" ] && _ce_stale=1
             return 0 ;;
     esac
-    # The setting is checked and normalized once per value: a prompt hook
-    # does that once per shell (and looks at the stores only when it selects,
-    # not at a prompt where nothing changed). The checks (~30 µs a pattern in bash)
-    # look at the whole value: an entry is relative where the value or a
-    # field starts with anything but "/", and a byte that is not printable
-    # ASCII is in some entry. select-rare.sh names the first bad entry.
-    # (`case` rather than `[`: syntax, not a command, so cheaper in bash.)
-    case $CUDAENV_SHARED_ROOTS in
-        "${_ce_shared_checked-}") ;;
-        *)
-            case $CUDAENV_SHARED_ROOTS in
-                [!/:]* | *:[!/:]* | *[!"$_ce_printable"]*)
-                    _cudaenv_rare
-                    _cudaenv_shared_bad
-                    return 1 ;;
-            esac
-            # Globbing is turned off around the splitting only where a path holds
-            # a pattern character: `set -f` and its undoing cost more than the
-            # tests themselves in bash.
-            _ce_shared_glob=
-            case $CUDAENV_SHARED_ROOTS in *[*?[]*) _ce_shared_glob=1 ;; esac
-            [ -z "$_ce_shared_glob" ] || { case $- in *f*) noglob=1 ;; esac; set -f; }
-            IFS=:
-            _ce_shared_list=
-            for entry in $CUDAENV_SHARED_ROOTS; do
-                [ -z "$entry" ] && continue
-                while :; do case $entry in ?*/) entry=${entry%/} ;; *) break ;; esac; done
-                _ce_shared_list=${_ce_shared_list:+$_ce_shared_list:}$entry
-            done
-            [ -z "$_ce_shared_glob" ] || [ -n "$noglob" ] || set +f
-            _ce_shared_checked=$CUDAENV_SHARED_ROOTS ;;
-    esac
-    _ce_shared=$_ce_shared_list
-    case $_ce_shared_glob in 1) case $- in *f*) noglob=1 ;; esac; set -f ;; esac
-    IFS=:
-    for entry in $_ce_shared; do
-        [ "$entry/versions" -nt "$_ce_r/aliases" ] && _ce_stale=1
-    done
-    case $_ce_shared_glob$noglob in 1) set +f ;; esac
-    [ -f "$_ce_r/aliases/.shared-roots" ] && IFS= read -r marker <"$_ce_r/aliases/.shared-roots"
-    case $marker in "$_ce_shared") ;; *) _ce_stale=1 ;; esac
-    return 0
+    _cudaenv_rare_shared
+    _cudaenv_shared_stale
 }
 
 # Drop the first occurrence of $2 from the colon list $1 (and empty entries,
@@ -390,15 +346,19 @@ _cudaenv_apply() {
         *::* | *":${CUDAENV_PATH_ENTRY-}:"*) _cudaenv_list_without "${PATH-}" "${CUDAENV_PATH_ENTRY-}" ;;
         *) _ce_list=$PATH ;;
     esac
-    export PATH="$1/bin${_ce_list:+:$_ce_list}"
-    export CUDAENV_PATH_ENTRY="$1/bin"
-    if [ "${CUDAENV_LD_LIBRARY_PATH-}" != 0 ]; then
-        lib=$1/lib
-        [ -d "$1/lib64" ] && lib=$1/lib64
-        _cudaenv_list_without "${LD_LIBRARY_PATH-}" "${CUDAENV_LD_ENTRY-}"
-        export LD_LIBRARY_PATH="$lib${_ce_list:+:$_ce_list}"
-        export CUDAENV_LD_ENTRY="$lib"
-    fi
+    export PATH="$1/bin${_ce_list:+:$_ce_list}" CUDAENV_PATH_ENTRY="$1/bin"
+    case ${CUDAENV_LD_LIBRARY_PATH-} in
+        0) ;;
+        *)
+            lib=$1/lib
+            [ -d "$1/lib64" ] && lib=$1/lib64
+            case ":${LD_LIBRARY_PATH-}:" in
+                ::) _ce_list= ;;
+                *::* | *":${CUDAENV_LD_ENTRY-}:"*) _cudaenv_list_without "${LD_LIBRARY_PATH-}" "${CUDAENV_LD_ENTRY-}" ;;
+                *) _ce_list=$LD_LIBRARY_PATH ;;
+            esac
+            export LD_LIBRARY_PATH="$lib${_ce_list:+:$_ce_list}" CUDAENV_LD_ENTRY="$lib" ;;
+    esac
     # A host compiler to apply or one to take away (the rare half, hostcc.py): one `test`
     # when the toolkit needs none, as most do.
     if [ -n "${CUDAENV_CCBIN-}" ] || [ -f "$_ce_r/host-compiler/$_ce_spec" ]; then

@@ -66,6 +66,7 @@ _cudaenv_not_in_toolkit() {
                 set +f
                 _CUDAENV_FALLBACK=$_ce_name
                 export _CUDAENV_FALLBACK
+                _cudaenv_unguard
                 exec "$_ce_next" "$@"
             fi
         done
@@ -86,6 +87,34 @@ _cudaenv_not_in_toolkit() {
     done
     [ -z "$_ce_have" ] || _cudaenv_say @EXISTS_IN{name=$_ce_name,releases=$_ce_have}@
     exit 127
+}
+
+# The toolkit's bin/ is this shims directory: it would exec this file forever. Never returns.
+_cudaenv_own_shims() {
+    _cudaenv_say "cudaenv: toolkit root $_ce_root points at cudaenv's own shims; fix the alias with 'cudaenv rehash'"
+    exit 1
+}
+
+# Version file $1 is in a directory of another user, who can swap it for a
+# FIFO between the shim's test of it and its open, and an open of a FIFO waits
+# for a writer (the shell cannot open without waiting). So a watchdog, for such
+# directories only, ends the shim after 2 s with the usual
+# refusal of a FIFO; it is stopped before the shim execs anything
+# (_cudaenv_unguard), so it never signals the program that takes its place.
+_cudaenv_guard() {
+    [ -z "${_ce_guard-}" ] || return 0
+    _ce_guarded=$1
+    trap '_cudaenv_not_regular "$_ce_guarded"; _cudaenv_say "cudaenv: $_ce_err"; exit 1' ALRM
+    (command -p sleep 2 && kill -s ALRM $$) >/dev/null 2>&1 &
+    _ce_guard=$!
+}
+
+# Stop the watchdog (_cudaenv_guard), if one runs.
+_cudaenv_unguard() {
+    [ -n "${_ce_guard-}" ] || return 0
+    kill "$_ce_guard" 2>/dev/null
+    trap - ALRM
+    _ce_guard=
 }
 
 # The fix for a build that would mix toolkits, into _ce_fix: one toolkit for

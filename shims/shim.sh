@@ -18,12 +18,19 @@
 _cudaenv_rare() {
     [ -n "${_ce_rare_loaded-}" ] && return 0
     _ce_rare_loaded=1
+    _cudaenv_dot
+}
+# Only the rare half's first part: the shared stores' checks (_cudaenv_shared).
+_cudaenv_rare_shared() {
+    [ -n "${_ce_rare_loaded-}${_ce_shared_loaded-}" ] && return 0
+    _ce_shared_loaded=1 _ce_rare_part=1
+    _cudaenv_dot
+    _ce_rare_part=
+}
+# (The path holds no control character: store.root() refuses one.)
+_cudaenv_dot() {
     if [ ! -f @RARE_FILE@ ]; then
-        # Without the rare half there is no _cudaenv_say: a path that is not printable ASCII is not named.
-        case @RARE_FILE@ in
-            *[!"$_ce_printable"]*) printf "cudaenv: the shims' second file is missing; run 'cudaenv rehash'\n" >&2 ;;
-            *) printf "cudaenv: %s is missing; run 'cudaenv rehash'\n" @RARE_FILE@ >&2 ;;
-        esac
+        printf "cudaenv: %s is missing; run 'cudaenv rehash'\n" @RARE_FILE@ >&2
         exit 1
     fi
     . @RARE_FILE@
@@ -75,15 +82,14 @@ _cudaenv_resolve || {
     exit $_ce_status
 }
 _ce_target=$_ce_root/bin/$_ce_name
-if [ ! -f "$_ce_target" ] || [ ! -x "$_ce_target" ]; then
+if ! [ -f "$_ce_target" -a -x "$_ce_target" ]; then
     _cudaenv_rare
     _cudaenv_not_in_toolkit "$@"
 fi
 # A toolkit whose bin/ is this shims directory would exec this file forever.
-if [ "$_ce_target" -ef "$0" ] || [ "$_ce_root/bin" -ef "$_ce_r/shims" ]; then
+if [ "$_ce_target" -ef "$0" -o "$_ce_root/bin" -ef "$_ce_r/shims" ]; then
     _cudaenv_rare
-    _cudaenv_say "cudaenv: toolkit root $_ce_root points at cudaenv's own shims; fix the alias with 'cudaenv rehash'"
-    exit 1
+    _cudaenv_own_shims
 fi
 # Called as $CUDAENV_ROOT/bin/<name> (bin is a link to shims/): the caller took
 # the store root for a toolkit root (CUDA_HOME = dirname(dirname(which nvcc))),
@@ -99,9 +105,13 @@ case $0 in
 esac
 # nvcc given another toolkit's headers or libraries (-I, -isystem, -L: meson's
 # /usr/local/cuda, a stale CUDA_HOME in a build file) would mix two releases.
-if [ "$_ce_name" = nvcc ] && ! _cudaenv_one_toolkit "$@"; then
-    _cudaenv_rare
-    _cudaenv_mixed_flags
-fi
+case $_ce_name in
+    nvcc)
+        if ! _cudaenv_one_toolkit "$@"; then
+            _cudaenv_rare
+            _cudaenv_mixed_flags
+        fi ;;
+esac
 _cudaenv_apply "$_ce_root"
+[ -z "${_ce_guard-}" ] || _cudaenv_unguard
 exec "$_ce_target" "$@"

@@ -66,6 +66,18 @@ def test_python_refuses_a_root_that_is_not_absolute(tmp_path, value):
     assert not (tmp_path / ".cudaenv").exists() and not (tmp_path / "store").exists()
 
 
+def test_python_refuses_a_root_holding_a_control_character(tmp_path):
+    """The store's path is printed raw by a shim whose second file is missing (before it has
+    its sanitiser), so a store path never holds a terminal escape."""
+    value = f"{tmp_path}/a\x1b]52;c;SGVsbG8=\x07b"
+    p = subprocess.run([sys.executable, "-m", "cudaenv", "rehash"], env=dict(os.environ, CUDAENV_ROOT=value),
+                       cwd=tmp_path, capture_output=True)
+    assert p.returncode != 0 and p.stdout == b""
+    assert len(p.stderr.splitlines()) == 1 and b"CUDAENV_ROOT holds a control character" in p.stderr, p.stderr
+    assert b"\x1b" not in p.stderr and b"\x07" not in p.stderr
+    assert not os.path.exists(value)
+
+
 @pytest.mark.parametrize("value", ["~/.cudaenv", "store"])
 def test_shim_refuses_a_root_that_is_not_absolute(store, tmp_path, value):  # noqa: F811
     """A cloned repository holding `~/.cudaenv/aliases/12.8` is never a store to the shim."""
@@ -115,7 +127,7 @@ def _plant_helpers(where: Path, marker: Path) -> None:
 def _sticky_project(tmp: Path) -> Path:
     """A world-writable sticky directory (as /tmp) whose .cuda-version is our own symlink: the
     shell side cannot tell its owner with builtins, so it runs `stat`; the file behind the link
-    is new, so dash and fish measure it too (`wc`, `mkdir`, `touch`)."""
+    is new, so dash and fish measure it too (`stat`, `mkdir`, `touch`)."""
     d = tmp / "sticky"
     d.mkdir()
     d.chmod(0o1777)
@@ -131,6 +143,10 @@ def test_shim_runs_no_helper_from_the_callers_path(store, tmp_path, path_shape):
     marker = tmp_path / "planted-ran"
     _plant_helpers(d, marker)
     _plant_helpers(d / "bin", marker)
+    if os.geteuid() == 0:
+        from sandbox import other_uid
+        # Another user's directory: the shim's read of the file there starts its watchdog (`sleep`).
+        os.chown(d, other_uid(), -1)
     base = env["PATH"]
     path = {"empty-first": f":{base}", "empty-last": f"{base}:", "dot": f".:{base}",
             "relative-bin": f"bin:{base}"}[path_shape]
@@ -177,17 +193,20 @@ def test_a_file_dated_back_behind_its_stamp_is_measured_again(store, tmp_path): 
 
 
 def test_another_users_file_is_measured_at_every_run(store, tmp_path):  # noqa: F811
-    """Its owner could date a new file exactly as the one measured: no stamp spares it."""
+    """Its owner could date a new file exactly as the one measured: no stamp spares it, not
+    even the stamp of a measure made while the file was the user's own."""
     _need("strace")
     from sandbox import other_uid
 
     from test_shims import _execs
 
     root, env, cwd = store
+    assert [Path(x).name for x in _execs(root, env, cwd, "nvcc")[1:]] == ["stat", "mkdir", "touch", "nvcc"]
+    assert [Path(x).name for x in _execs(root, env, cwd, "nvcc")[1:]] == ["nvcc"]  # the stamp spares it
     os.chown(tmp_path / "proj" / ".cuda-version", other_uid(), -1)
     for _ in range(3):
         names = [Path(x).name for x in _execs(root, env, cwd, "nvcc")[1:]]
-        assert names == ["wc", "nvcc"], names
+        assert names == ["stat", "nvcc"], names
 
 
 @pytest.mark.parametrize("shell", ["fish"])
@@ -209,7 +228,7 @@ def test_hook_measures_a_file_dated_back_again(shell, world):  # noqa: F811
                         *EXE[shell], str(script)], env=dict(env, PWD=str(tmp)), cwd=tmp, capture_output=True,
                        text=True, timeout=120)
     assert "version file too large" in p.stderr, p.stderr
-    assert _reads_of((tmp / "t").read_text(), str(vfile)) <= 2 * 4  # cd and prompt: each one wc -c
+    assert _reads_of((tmp / "t").read_text(), str(vfile)) <= 2 * 4  # cd and prompt: each one measure, which reads nothing
 
 
 # -- a FIFO for a version file ----------------------------------------------------------------
@@ -235,6 +254,46 @@ def test_hook_refuses_a_fifo_without_waiting(shell, world):  # noqa: F811
     errs = p.stderr.splitlines()
     assert len(errs) == 1 and f"{proj}/.cuda-version: a FIFO, not a regular file" in errs[0], p.stderr
     assert "CUDA_HOME=/opt/users-own-cuda" in p.stdout
+
+
+def _flipper(path: Path, seconds: float):
+    """Swap `path` between a regular file and a FIFO as fast as possible, in another process."""
+    code = (f"import os, time\np = {str(path)!r}\nend = time.time() + {seconds}\n"
+            "while time.time() < end:\n"
+            "    tmp = p + '.f'\n"
+            "    try:\n        os.mkfifo(tmp)\n    except FileExistsError:\n        pass\n"
+            "    os.replace(tmp, p)\n"
+            "    with open(p + '.r', 'w') as f:\n        f.write('12.8\\n')\n"
+            "    os.replace(p + '.r', p)\n")
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_shim_never_waits_on_a_file_flipped_to_a_fifo(store, tmp_path):  # noqa: F811
+    """Between the shim's test of the file and its open, the owner of the directory swaps it
+    for a FIFO: the shim reads the file, or refuses what is not one, and never waits for a
+    writer longer than its watchdog's bound (before: forever). Each run has a deadline."""
+    from sandbox import other_uid
+
+    root, env, cwd = store
+    proj = tmp_path / "proj"
+    os.chown(proj, other_uid(), -1)  # another user's directory: they can swap its entries
+    flip = _flipper(proj / ".cuda-version", 120)
+    outcomes = set()
+    try:
+        for _ in range(100):
+            p = subprocess.run(["timeout", "20", str(root / "shims" / "nvcc"), "-c", "x.cu"], env=env, cwd=cwd,
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode in (0, 1), (p.returncode, p.stderr)
+            if p.returncode == 0:
+                assert "release=12.8.1" in p.stdout
+                outcomes.add("read")
+            else:
+                assert p.stderr.count("\n") == 1 and "not a regular file" in p.stderr, p.stderr
+                outcomes.add("refused")
+    finally:
+        flip.kill()
+        flip.wait()
+    assert outcomes, outcomes
 
 
 # -- terminal escapes in directory names ----------------------------------------------------------

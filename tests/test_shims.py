@@ -212,8 +212,8 @@ def test_concurrent_rehash(tmp_path):
     assert p.stdout.strip() == f"stub-tool7 release=12.5.0 CUDA_HOME={root}/versions/12.5.0"
 
 
-# GNU wc -c takes a regular file's size from fstat and reads only what lies past its last
-# block boundary (in case the size is wrong, as /proc files' are): a few read(2) calls.
+# The measure (`stat -c %s`) reads none of the file; a few read(2) calls are allowed, as for
+# GNU wc -c, which reads what lies past its last block boundary.
 WC_READS = 4
 
 
@@ -243,7 +243,7 @@ def test_shim_uses_no_python_and_no_helper_process(store):
 
 def test_shim_measures_a_version_file_once_and_again_after_it_changes(store, tmp_path):
     """dash cannot stop a `read`, so the shim learns a version file's size before reading it:
-    one `wc -c` (a process from the standard PATH, not the caller's) at first sight, which
+    one `stat -c %s` (a process from the standard PATH, not the caller's) at first sight, which
     leaves a stamp of our own under the store; later runs start no helper. A file changed
     since (newer than its stamp) is measured again: grown past the bound, it is refused
     without a byte of it read; back within the bound, it selects again."""
@@ -258,11 +258,12 @@ def test_shim_measures_a_version_file_once_and_again_after_it_changes(store, tmp
     # A planted `wc` first on the caller's PATH is never run.
     planted = tmp_path / "planted"
     planted.mkdir()
-    (planted / "wc").write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\necho 1\n")
-    (planted / "wc").chmod(0o755)
+    for name in ("wc", "stat", "mkdir", "touch"):
+        (planted / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\necho 1\n")
+        (planted / name).chmod(0o755)
     env = dict(env, PATH=f"{planted}:{env['PATH']}")
     first = _execs(root, env, cwd)
-    assert [Path(x).name for x in first[1:-1]] == ["wc", "mkdir", "touch"], first
+    assert [Path(x).name for x in first[1:-1]] == ["stat", "mkdir", "touch"], first
     assert all(x.startswith(("/usr/bin/", "/bin/")) for x in first[1:-1]), first
     assert first[-1].endswith("/versions/12.8.1/bin/ptxas"), first
     stamp = root / SIZE_STAMPS / str(vfile).lstrip("/")
@@ -282,7 +283,7 @@ def test_shim_measures_a_version_file_once_and_again_after_it_changes(store, tmp
     vfile.write_text("13.0\n")
     os.utime(vfile, (later + 5, later + 5))
     again = _execs(root, env, cwd)
-    assert [Path(x).name for x in again[1:]] == ["wc", "touch", "ptxas"], again
+    assert [Path(x).name for x in again[1:]] == ["stat", "touch", "ptxas"], again
     assert again[-1].endswith("/versions/13.0.2/bin/ptxas"), again
     assert not (tmp_path / "planted-ran").exists()
 
@@ -306,14 +307,14 @@ def test_shim_leaves_no_stamp_where_it_is_not_its_own(store, tmp_path):
     os.chown(stamps, uid, -1)
     for _ in range(2):
         names = [Path(x).name for x in _execs(root, env, cwd)[1:]]
-        assert names[0] == "wc" and names[-1] == "ptxas", names
+        assert names[0] == "stat" and names[-1] == "ptxas", names
     assert list(stamps.iterdir()) == []
     # A PWD with a `..` in it still names this directory, so the shell keeps it as given.
     shutil.rmtree(stamps)
     dotted = f"{tmp_path}/proj/../proj/{DEEP}"  # the version file is found as proj/../proj/.cuda-version
     for _ in range(2):
         names = [Path(x).name for x in _execs(root, dict(env, PWD=dotted), cwd)[1:]]
-        assert names[0] == "wc" and names[-1] == "ptxas", names
+        assert names[0] == "stat" and names[-1] == "ptxas", names
     assert not stamps.exists() or not [f for f in stamps.rglob("*") if f.is_file()]
 
 
@@ -381,7 +382,7 @@ def test_a_stale_stamp_costs_one_pass_and_the_same_error(store, tmp_path):
     os.utime(stamp, (1_000_000_000, 1_000_000_000))
     trace = tmp_path / "trace"
     _shim_refuses_too_large(root, env, huge, trace, "openat,open,read,dup2,fcntl,execve")
-    assert "/wc" not in trace.read_text()  # the stamp spared the measure
+    assert "bin/stat" not in trace.read_text()  # the stamp spared the measure
     reads = _reads_of(trace.read_text(), f"{huge}/.cuda-version")
     assert size < reads <= size + 4 * (MAX_BYTES + 1), reads  # one pass, byte by byte: dash's own cost
 

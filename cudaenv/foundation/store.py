@@ -94,11 +94,23 @@ def _text_path(name: str, path: Path) -> Path:
     return path
 
 
+def _no_control(name: str, path: Path) -> Path:
+    """The store's path is printed in messages, the shims' own among them (a shim whose rare
+    half is missing prints it before it has a sanitiser): no control character may be in it."""
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in str(path)):
+        from .versions import describe
+
+        raise StoreError(f"{name} holds a control character ({describe(str(path))}); "
+                         "use a path without one")
+    return path
+
+
 def root(env=None) -> Path:
     """The store for the environment `env` (default: this process's)."""
     env = os.environ if env is None else env
     value = settings.value("CUDAENV_ROOT", env)
     if value:
+        _no_control("CUDAENV_ROOT", Path(value))
         return _text_path("CUDAENV_ROOT", _absolute_setting("CUDAENV_ROOT", value))
     if sys.platform.startswith("linux"):
         # platformdirs' Linux rule, inlined: importing platformdirs costs more
@@ -111,7 +123,7 @@ def root(env=None) -> Path:
             from .versions import describe
 
             raise StoreError(NOT_ABSOLUTE.format(name="HOME", shown=describe(home)))
-        return _text_path("the store (from XDG_DATA_HOME or HOME)", Path(base) / APP)
+        return _no_control("the store", _text_path("the store (from XDG_DATA_HOME or HOME)", Path(base) / APP))
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP))

@@ -152,11 +152,17 @@ def _strip_comment_lines(text: str) -> str:
 
     dash parses the whole shim on every call; the templates are mostly
     comments, and not reading them is a measurable part of the shim's budget.
-    Only lines that are nothing but a comment go: the templates have no
+    Whole-line comments go, and comments after code that hold no quote (so
+    cannot be the inside of a string): the templates have no
     here-documents, and their one multi-line string (the warning list in
     select-rare.sh) continues on an unindented line, so no line's leading
     whitespace is data.
     """
     lines = text.split("\n")
-    kept = [lines[0]] + [l.lstrip(" ") for l in lines[1:] if l.strip() and not l.lstrip().startswith("#")]
+    kept = [lines[0]] + [_TRAILING_COMMENT.sub("", l.lstrip(" ")) for l in lines[1:]
+                         if l.strip() and not l.lstrip().startswith("#")]
     return "\n".join(kept) + "\n"
+
+
+# A comment after code: two spaces, `# `, and no quote in it (so none inside a string).
+_TRAILING_COMMENT = re.compile(r"  +# [^'\"`]*$")
