@@ -40,6 +40,34 @@ NON_UTF8_BYTES = os.fsencode(NON_UTF8)
 # after cloning a repository.
 DIRNAME = "d$(touch PWNED)`touch PWNED` *?[x] 'q\"" + OSC52 + CSI + C1 + "-\\n\nl"
 
+# Values a writer quotes for the program that parses it (tests/test_quoting.py): paths, mostly,
+# where MARK_TEMPLATE stands for a marker file that any command they hold would touch.
+MARK_TEMPLATE = "@MARK@"
+QUOTED_VALUES = [
+    "/opt/cuda-13.0",
+    "/with space/cuda",
+    "/it's/cuda",
+    '/say "hi"/cuda',
+    "/back\\slash/cuda",
+    "/trail\\",
+    "/\\'$(touch @MARK@)",
+    "/$(touch @MARK@)",
+    "/`touch @MARK@`",
+    "/${HOME}/$HOME/$1",
+    "/} ;exec touch @MARK@;#",
+    "/{braces}/[touch @MARK@]/{*}{",
+    "/a;touch @MARK@;b|c&d",
+    "/new\nline; touch @MARK@",
+    "/tab\there\r",
+    "/100%/%h/%%n",
+    "/*?/~user/#hash/!bang",
+    "/\u00e9\u00fc \u4e2d \U0001f600",
+    "/non-utf8-\udcff\udcfe",
+    "/esc-\x1b[31m-del-\x7f",
+    "-n",
+    "",
+]
+
 # -- version file contents -------------------------------------------------------------------------
 # What a cloned repository's .cuda-version may say: none of it is a version.
 VERSION_TEXTS = {

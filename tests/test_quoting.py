@@ -26,32 +26,11 @@ from cudaenv.selecting import activation
 from cudaenv.exporting import modulefiles, spack
 from cudaenv.foundation import quoting
 from cudaenv.exporting.modulefiles import Entry
+from hostile import MARK_TEMPLATE, QUOTED_VALUES
 
-MARK = "@MARK@"
-CORPUS = [
-    "/opt/cuda-13.0",
-    "/with space/cuda",
-    "/it's/cuda",
-    '/say "hi"/cuda',
-    "/back\\slash/cuda",
-    "/trail\\",
-    "/\\'$(touch @MARK@)",
-    "/$(touch @MARK@)",
-    "/`touch @MARK@`",
-    "/${HOME}/$HOME/$1",
-    "/} ;exec touch @MARK@;#",
-    "/{braces}/[touch @MARK@]/{*}{",
-    "/a;touch @MARK@;b|c&d",
-    "/new\nline; touch @MARK@",
-    "/tab\there\r",
-    "/100%/%h/%%n",
-    "/*?/~user/#hash/!bang",
-    "/\u00e9\u00fc \u4e2d \U0001f600",
-    "/non-utf8-\udcff\udcfe",
-    "/esc-\x1b[31m-del-\x7f",
-    "-n",
-    "",
-]
+# The values are tests/hostile.py's, with the rest of the project's hostile corpus.
+MARK = MARK_TEMPLATE
+CORPUS = QUOTED_VALUES
 
 
 def corpus(marker: Path) -> list[str]:
