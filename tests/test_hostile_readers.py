@@ -754,6 +754,11 @@ def test_umask_cli(world, umask):
         if command != "doctor":
             cell.ok(f"umask {umask:03o}", r)
         _umask_check(cell, umask, r, top)
+    # A first `init` in a new account: the store is made from nothing.
+    new = dict(env, CUDAENV_ROOT=str(top / "new-root"))
+    r = cell.run(f"umask {umask:03o}, a new store", lambda: run_cli(world, "init", new, proj, umask), refuse=False)
+    cell.ok(f"umask {umask:03o}, a new store", r)
+    _umask_check(cell, umask, r, top)
     cell.check()
 
 
