@@ -19,7 +19,7 @@ from .facts import apply_fix, has_headers, real
 
 TEXT: dict[str, Any] = {
     "none": ("cuda-core {version} would find no libnvrtc: Program.compile fails",
-             "{why}{headers}"),
+             "{why}.{headers}"),
     "none-absent": "the selected toolkit {sel} has no libnvrtc (the minimal profile leaves it out), and no wheel, "
                    "conda or loader directory provides it",
     "none-unsearched": "the selected toolkit has it ({own}), but cuda-pathfinder looks in a toolkit only through "

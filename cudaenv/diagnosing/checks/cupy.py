@@ -68,7 +68,7 @@ def _match(ctx: Context, dist: str, version: str, label: str, rel: str) -> Findi
         return
     what, step, why, fix = other
     yield ctx.said("cupy-cuda", "warn", TEXT["match-elsewhere"], fix, label=label, rel=rel, what=what, step=step,
-                   why=why[0].upper() + why[1:], root=ctx.selected_root)
+                   why=why, root=ctx.selected_root)
 
 
 def _driver(ctx: Context, dist: str, version: str, major: int, built: str) -> Findings:
