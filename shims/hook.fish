@@ -37,6 +37,12 @@ function __cudaenv_root
     set -l r $CUDAENV_ROOT
     test -n "$r"; or set r $__cudaenv_default_root
     string replace -r '(?<=.)/+$' '' -- $r
+    if string match -qr '[\x00-\x1f\x7f-\x9f]' -- "$r"
+        # As store.root(): a newline in it would split every path made from it.
+        set -l shown @UNPRINTABLE@
+        set -g __cudaenv_err @ROOT_HAS_CONTROL{shown=$shown}@
+        return 1
+    end
     string match -q -- '/*' "$r"; and return 0
     set -l shown @UNPRINTABLE@
     if string match -qr '^[ -~]*$' -- "$r"
@@ -144,7 +150,7 @@ function __cudaenv_size_ok -a file
     # Nothing is made or written in a stamps directory that is not ours.
     test -L $dir; and return 0
     test -e $dir; and not test -O $dir; and return 0
-    set -l parent (string replace -r -- '/[^/]*$' '' $stamp)
+    set -l parent (string replace -r -- '/[^/]*$' '' $stamp | string collect)
     if not test -d $parent
         set -l mkdir (__cudaenv_std_tool mkdir); or return 0
         # The top directory private first: -p makes the ones below it with the umask.
@@ -294,7 +300,8 @@ end
 function __cudaenv_find_file
     set -g __cudaenv_file
     set -g __cudaenv_warn
-    set -l d (string replace -r '/$' '' -- $PWD)
+    # (`string collect`: a directory name may hold a newline, which would split the path in two.)
+    set -l d (string replace -r '/$' '' -- $PWD | string collect)
     while true
         # One `test` per directory for the common case, neither file there
         # (this runs at every prompt); -L as well as -e: a dangling symlink counts.
@@ -312,7 +319,7 @@ function __cudaenv_find_file
             end
         end
         test -n "$d"; or return 1
-        set d (string replace -r '/[^/]*$' '' -- "$d")
+        set d (string replace -r '/[^/]*$' '' -- "$d" | string collect)
     end
 end
 

@@ -94,14 +94,18 @@ def _text_path(name: str, path: Path) -> Path:
     return path
 
 
+# A store path holding a control character; the fish hook renders its case from it.
+HAS_CONTROL = "{name} holds a control character ({shown}); use a path without one"
+ROOT_HAS_CONTROL = HAS_CONTROL.replace("{name}", "CUDAENV_ROOT")
+
+
 def _no_control(name: str, path: Path) -> Path:
     """The store's path is printed in messages, the shims' own among them (a shim whose rare
     half is missing prints it before it has a sanitiser): no control character may be in it."""
     if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in str(path)):
         from .versions import describe
 
-        raise StoreError(f"{name} holds a control character ({describe(str(path))}); "
-                         "use a path without one")
+        raise StoreError(HAS_CONTROL.format(name=name, shown=describe(str(path))))
     return path
 
 

@@ -46,6 +46,7 @@ VERSIONS_FACTS = ("ALLOWED", "MAX_SPEC_LEN", "UNPRINTABLE")
 # template name).
 OTHER_FACTS = (("foundation.store", "VERSION_FILE_NOT_ABSOLUTE", "VERSION_FILE_NOT_ABSOLUTE"),
                ("foundation.store", "ROOT_NOT_ABSOLUTE", "ROOT_NOT_ABSOLUTE"),
+               ("foundation.store", "ROOT_HAS_CONTROL", "ROOT_HAS_CONTROL"),
                ("selecting.shared_roots", "NOT_ABSOLUTE", "SHARED_NOT_ABSOLUTE"),
                ("selecting.shared_roots", "UNTRUSTED", "SHARED_UNTRUSTED"),
                ("selecting.shared_roots", "ORIGIN_GLOBAL", "SHARED_ORIGIN"),
