@@ -110,7 +110,7 @@ _cudaenv_line9() {
 # without a cuda line).
 _cudaenv_read_version() {
     _ce_big=
-    if [ -f "$1" -a -r "$1" ] && [ -z "${_ce_nul-}" ]; then
+    if [ -z "${_ce_nul-}" -a -f "$1" -a -r "$1" ]; then
         if [ -z "$_ce_bounded" ] && ! _cudaenv_size_known "$1"; then
             _cudaenv_rare
             if ! _cudaenv_size_check "$1"; then
@@ -120,7 +120,7 @@ _cudaenv_read_version() {
         fi
         # Another user's directory: they can swap the file for a FIFO between the test
         # above and the open, which waits for a writer (_cudaenv_guard bounds that).
-        [ -O "${1%/*}" ] || [ -n "${_ce_noguard-}" ] || { _cudaenv_rare; _cudaenv_guard "$1"; }
+        [ -O "${1%/*}" -o -n "${_ce_noguard-}" ] || { _cudaenv_rare; _cudaenv_guard "$1"; }
         case $1 in
             */.tool-versions) ;;
             *) _cudaenv_quick_fd9 2>/dev/null 9<"$1" && return 0 ;;
@@ -361,7 +361,7 @@ _cudaenv_apply() {
     esac
     # A host compiler to apply or one to take away (the rare half, hostcc.py): one `test`
     # when the toolkit needs none, as most do.
-    if [ -n "${CUDAENV_CCBIN-}" ] || [ -f "$_ce_r/host-compiler/$_ce_spec" ]; then
+    if [ -n "${CUDAENV_CCBIN-}" -o -f "$_ce_r/host-compiler/$_ce_spec" ]; then
         _cudaenv_rare
         _cudaenv_host_compiler "$1"
     fi
