@@ -620,7 +620,7 @@ def outcome(t: Traced, library: bool = False, nvcc: bool = True) -> str:
     then = f"WRONG: {' + '.join(wrong)}, then " if wrong else ""
     lines = [ln for ln in t.output.splitlines() if not ln.startswith(("bash: cannot set terminal process group", " "))]
     # A compiler's or linker's own error line first ("fatal error:", "ld: cannot find -lcuda"), then any.
-    last = [ln for ln in lines if re.search(r"error:|cannot find", ln)] or \
+    last = [ln for ln in lines if re.search(r"(^|\s)(fatal )?error: |cannot find", ln)] or \
         [ln for ln in lines if re.search(r"\berror\b|Error|cannot|not found", ln)]
     if library:  # a Python traceback's last line says what failed: the exception (without its
         # module) and its message up to the next colon
