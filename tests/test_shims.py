@@ -259,7 +259,8 @@ def test_shim_measures_a_version_file_once_and_again_after_it_changes(store, tmp
     planted = tmp_path / "planted"
     planted.mkdir()
     for name in ("wc", "stat", "mkdir", "touch"):
-        (planted / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\necho 1\n")
+        # (A redirection, not `touch`: a planted `touch` would run itself.)
+        (planted / name).write_text(f"#!/bin/sh\n: >>{tmp_path}/planted-ran\necho 1\n")
         (planted / name).chmod(0o755)
     env = dict(env, PATH=f"{planted}:{env['PATH']}")
     first = _execs(root, env, cwd)
