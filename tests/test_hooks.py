@@ -133,9 +133,11 @@ def test_bad_selection_reports_once_and_exports_nothing(shell, world):
 @pytest.mark.parametrize("shell", SHELLS)
 def test_crlf_version_file_applies_through_the_init_as_printed(shell, world):
     """A .cuda-version saved with CRLF line ends (a Windows editor), a BOM too, is applied by
-    the hook loaded from `cudaenv init -` exactly as printed: the code's carriage return survives."""
+    the hook loaded from `cudaenv init -` exactly as printed: the code's carriage return survives,
+    written as $'\\r' (the CLI prints no raw control character)."""
     tmp, root, env, init = world
-    assert b"\r" in init[shell].read_bytes() or shell == "fish"
+    assert b"\r" not in init[shell].read_bytes()
+    assert b"$'\\r'" in init[shell].read_bytes() or shell != "bash"  # zsh's is quoted once more
     (tmp / "crlf").mkdir()
     (tmp / "crlf" / ".cuda-version").write_bytes(b"# pinned\r\n12.8\r\n")
     (tmp / "bom").mkdir()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..foundation import quoting, store
 from ..foundation.errors import InputError
-from .shims import fill, render_select, template
+from .shims import SH_CR, fill, render_select, template
 from ..foundation.versions import InvalidVersion, parse_spec
 
 SHELLS = ("bash", "zsh", "fish")
@@ -64,6 +64,9 @@ def render_init(shell: str) -> str:
     )
     lib = render_select() + fill(template("hook.sh")).replace("@SHELL@", shell).replace("@CUDAENV@",
                                                                                         quoting.sh(program()))
+    # The selection's carriage return, written as bash's and zsh's $'\r': the printed code
+    # holds no control character (the CLI escapes any it prints, foundation/terminal.py).
+    lib = lib.replace(SH_CR, "$'\\r'")
     if shell == "zsh":
         # Sticky emulation: functions defined here always run with sh options.
         body = f"emulate sh -c {quoting.sh(lib)}\n" + fill(template("hook.zsh"))

@@ -116,9 +116,13 @@ def fill(text: str, fish: bool = False) -> str:
     return _TOKEN.sub(one, text)
 
 
+# A carriage return as sh code: the shims are files, so it is written as it is.
+SH_CR = "'\r'"
+
+
 def _render_sh(name: str) -> str:
     text = fill(template(name))
-    text = text.replace("@CR@", "'\r'")
+    text = text.replace("@CR@", SH_CR)
     return text.replace("@DEFAULT_ROOT@", quoting.sh(str(store.root())))
 
 
