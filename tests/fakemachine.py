@@ -219,7 +219,8 @@ class Machine:
     def _host_compiler(self) -> None:
         """The machine's gcc, presenting itself as gcc 12.2 (Debian 12's) whatever the real one is:
         a real compiler under a fixed identity, so the doctor's host-compiler line is the same on
-        every machine. No other compiler is looked for (CUDAENV_HOST_COMPILER_SEARCH)."""
+        every machine. The versioned compilers looked for are the host's own in /usr/local/bin and
+        /usr/bin (CUDAENV_HOST_COMPILER_SEARCH; not /usr/lib/gcc or /opt/rh)."""
         import shutil
 
         real = shutil.which("gcc", path="/usr/bin:/bin")
@@ -233,7 +234,7 @@ class Machine:
     def env(self, *, path_first=(), **extra) -> dict:
         self._host_compiler()
         env = base_env(self.root, search=str(self.tmp / "sys" / "cuda-*"), **extra)
-        env["CUDAENV_HOST_COMPILER_SEARCH"] = str(self.tmp / "no-host-compilers")
+        env["CUDAENV_HOST_COMPILER_SEARCH"] = "/usr/local/bin:/usr/bin"
         env["PATH"] = ":".join([*map(str, path_first), str(self.bin), env["PATH"]])
         env["HOME"] = str(self.home)
         env["PWD"] = str(self.proj)
