@@ -549,7 +549,8 @@ def test_action_installs_cudaenv_isolated_and_outside_the_checkout():
     script = ACTION_SCRIPT.read_text()
     calls = [l for l in script.splitlines() if not l.lstrip().startswith("#")]
     assert [l for l in calls if re.search(r"\bpython3\b", l)] == [
-        'py() { python3 -I "$@"; }', 'cudaenv() { python3 -I -m cudaenv "$@"; }']
+        'py() { local code; IFS= read -r -d \'\' code || true; python3 -I -c "$PRELUDE$code" "$@"; }',
+        'cudaenv() { python3 -I -m cudaenv "$@"; }']
 
 
 # --- systemd ----------------------------------------------------------------------------------

@@ -17,9 +17,45 @@
 # cudaenv itself runs as `python3 -I -m cudaenv` (its console script would honour
 # PYTHONPATH), and all of it runs from a private empty directory, so a json.py,
 # cudaenv/__init__.py, sitecustomize.py or .pth in the repository runs nothing.
+#
+# Nothing the checkout holds runs as a program either: before anything else, pure shell drops
+# PATH's empty and relative entries (a shell reads them as the current directory, the
+# checkout), and the few helpers run by `command -p` (the system's default path).
+_rest=${PATH-}: PATH=
+while [ -n "$_rest" ]; do
+    case ${_rest%%:*} in /*) PATH=${PATH:+$PATH:}${_rest%%:*} ;; esac
+    _rest=${_rest#*:}
+done
+unset _rest
+export PATH
+case ${TMPDIR-} in /*) ;; *) unset TMPDIR ;; esac
 set -euo pipefail
 
-die() { printf 'setup-cuda: %s\n' "$*" >&2; exit 1; }
+# What every Python step here starts with: each message is one line, its values escaped by
+# cudaenv's own notation (cudaenv.foundation.terminal) and its newlines written as \n, and
+# an unexpected error is such a line too, not a traceback.
+PRELUDE='
+import sys
+from cudaenv.foundation.terminal import escape
+def say(msg, file=sys.stdout):
+    print("setup-cuda: " + escape(str(msg)).replace("\n", "\\n"), file=file, flush=True)
+def fail(msg):
+    say(msg, sys.stderr)
+    sys.exit(1)
+sys.excepthook = lambda t, e, tb: say(f"{t.__name__}: {e}", sys.stderr)
+'
+# A Python step: the prelude, then its code (read from standard input by `read`, a builtin).
+py() { local code; IFS= read -r -d '' code || true; python3 -I -c "$PRELUDE$code" "$@"; }
+cudaenv() { python3 -I -m cudaenv "$@"; }
+# One escaped line; where even Python cannot start, every byte that is not printable ASCII is '?'.
+say() {
+    py "$@" <<<'say(" ".join(sys.argv[1:]))' 2>/dev/null || {
+        local LC_ALL=C m="$*"
+        m=${m//$'\n'/\\n}
+        printf 'setup-cuda: %s\n' "${m//[^[:print:]]/?}"
+    }
+}
+die() { say "$@" >&2; exit 1; }
 
 mode=${1:-}
 : "${GITHUB_ENV:?GITHUB_ENV is not set}" "${GITHUB_PATH:?GITHUB_PATH is not set}" "${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set}"
@@ -27,34 +63,31 @@ version=${INPUT_VERSION:-}
 profile=${INPUT_PROFILE:-minimal}
 source=${INPUT_SOURCE:-auto}
 
-case $profile in minimal|build|full) ;; *) die "invalid profile '$profile': allowed are minimal, build, full";; esac
-case $source in auto|redist|apt|pypi) ;; *) die "invalid source '$source': allowed are auto, redist, apt, pypi";; esac
-
-# Where .cuda-version is looked for, as an absolute path; the scripts run elsewhere.
-workdir=$(CDPATH='' cd -- "${INPUT_WORKING_DIRECTORY:-.}" 2>/dev/null && pwd) ||
-    die "working-directory '${INPUT_WORKING_DIRECTORY:-.}' is not a directory"
-scratch=$(mktemp -d)
-trap 'rm -rf -- "$scratch"' EXIT
+# Where .cuda-version is looked for, as an absolute path (a name ending in a newline kept);
+# the scripts run elsewhere.
+workdir=$(CDPATH='' cd -- "${INPUT_WORKING_DIRECTORY:-.}" 2>/dev/null && pwd && echo .) || workdir=
+workdir=${workdir%$'\n.'}
+scratch=$(command -p mktemp -d)
+trap 'command -p rm -rf -- "$scratch"' EXIT
 cd "$scratch"
 
-py() { python3 -I "$@"; }
-cudaenv() { python3 -I -m cudaenv "$@"; }
+[ -n "$workdir" ] || die "working-directory '${INPUT_WORKING_DIRECTORY:-.}' is not a directory"
+case $profile in minimal|build|full) ;; *) die "invalid profile '$profile': allowed are minimal, build, full";; esac
+case $source in auto|redist|apt|pypi) ;; *) die "invalid source '$source': allowed are auto, redist, apt, pypi";; esac
 
 # The spec to install: the input, else what selects a toolkit here (CUDAENV_VERSION,
 # .cuda-version up the tree, the global file). cudaenv's parser validates it
 # either way before it is used anywhere.
-version=$(py - "$version" "$workdir" <<'PY'
-import sys
+version=$(py "$version" "$workdir" <<'PY'
 from pathlib import Path
 from cudaenv.selecting import selection
 from cudaenv.foundation.versions import InvalidVersion, parse_spec
 try:
     spec = parse_spec(sys.argv[1].strip()) if sys.argv[1] else selection.select(Path(sys.argv[2])).spec
 except (InvalidVersion, selection.SelectionError) as e:
-    sys.exit(f"setup-cuda: {e}")
+    fail(e)
 if spec.is_system:
-    sys.exit("setup-cuda: no version input and no .cuda-version here or above (or it says 'system'); "
-             "give a release such as 13.0")
+    fail("no version input and no .cuda-version here or above (or it says 'system'); give a release such as 13.0")
 print(spec.text)
 PY
 )
@@ -63,13 +96,20 @@ case $mode in
 plan)
     # Key the cache by the exact release the source offers for the spec, so a new
     # 13.0.x makes a new cache instead of restoring one that only half helps.
-    release=$(cudaenv install --list --json --source "$source" | py -c '
-import json, sys
+    # cudaenv's own answer first: where it refuses, its one line stops the script here.
+    listing=$(cudaenv install --list --json --source "$source")
+    release=$(printf '%s' "$listing" | py "$version" 3<&0 <<'PY'
+import json, os
 from cudaenv.foundation.versions import Release, newest_match, parse_spec
-offered = {Release.parse(r) for rels in json.load(sys.stdin)["releases"].values() for r in rels}
+offered = {Release.parse(r) for rels in json.load(os.fdopen(3))["releases"].values() for r in rels}
 print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
-' "$version")
-    cache_dir=$(py -c 'from cudaenv.foundation import store; print(store.cache_dir())')
+PY
+)
+    cache_dir=$(py <<'PY'
+from cudaenv.foundation import store
+print(store.cache_dir())
+PY
+)
     {
         echo "version=$version"
         echo "release=$release"
@@ -78,15 +118,15 @@ print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
         # before use. Plans and unpacked trees are sealed by a key of this runner's
         # that no restored cache carries, so they would be rebuilt anyway.
         echo "cache-path=$cache_dir/sha256"
-        echo "cache-key=cudaenv-$(uname -s)-$(uname -m)-$release-$profile-$source"
+        echo "cache-key=cudaenv-$(command -p uname -s)-$(command -p uname -m)-$release-$profile-$source"
     } >>"$GITHUB_OUTPUT"
-    echo "setup-cuda: $version -> $release ($profile, $source); download cache $cache_dir"
+    say "$version -> $release ($profile, $source); download cache $cache_dir"
     ;;
 install)
     # --keep-cache: the archives stay in the download cache for actions/cache to save.
     summary=$(cudaenv install --keep-cache --quiet --json --source "$source" --profile "$profile" "$version")
-    py - "$summary" <<'PY'
-import json, os, sys
+    py "$summary" <<'PY'
+import json, os
 from cudaenv.selecting.activation import toolkit_env
 done = json.loads(sys.argv[1])
 env = toolkit_env(done["root"])
@@ -97,7 +137,7 @@ with open(os.environ["GITHUB_PATH"], "a") as f:
     f.write(env["CUDAENV_PATH_ENTRY"] + "\n")
 with open(os.environ["GITHUB_OUTPUT"], "a") as f:
     f.write(f"release={done['release']}\ncuda-home={done['root']}\n")
-print(f"setup-cuda: CUDA {done['release']} ({done['status']}) at {done['root']}")
+say(f"CUDA {done['release']} ({done['status']}) at {done['root']}")
 PY
     ;;
 *)
