@@ -9,8 +9,12 @@
 # globs in a file name), kept one array element each (spaces and newlines
 # included), and offered quoted with printf %q, so the word inserted on the
 # command line reads back as exactly that name.
+# A root that is not absolute is refused, as the shims and the CLI refuse it: no
+# names are offered (and nothing is printed into the command line).
 _cudaenv_comp_root() {
-    printf '%s\n' "${CUDAENV_ROOT:-${XDG_DATA_HOME:-$HOME/.local/share}/cudaenv}"
+    local root=${CUDAENV_ROOT:-${XDG_DATA_HOME:-$HOME/.local/share}/cudaenv}
+    [[ $root == /* ]] || return 1
+    printf '%s\n' "$root"
 }
 
 # Offer each argument that starts with the word being completed ($cur).
@@ -41,8 +45,16 @@ _cudaenv_comp_files_in() {
 }
 
 # aliases/ holds the versions, and shims/ the programs of every installed toolkit.
-_cudaenv_comp_versions() { _cudaenv_comp_files_in -f "$(_cudaenv_comp_root)/aliases"; }
-_cudaenv_comp_programs() { _cudaenv_comp_files_in -x "$(_cudaenv_comp_root)/shims"; }
+_cudaenv_comp_versions() {
+    local root
+    root=$(_cudaenv_comp_root) || return 0
+    _cudaenv_comp_files_in -f "$root/aliases"
+}
+_cudaenv_comp_programs() {
+    local root
+    root=$(_cudaenv_comp_root) || return 0
+    _cudaenv_comp_files_in -x "$root/shims"
+}
 
 # Programs of the toolkit selected here (one fast `cudaenv prefix`).
 _cudaenv_comp_selected() {

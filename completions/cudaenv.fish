@@ -7,14 +7,17 @@
 # stays one candidate; fish expands nothing in a command substitution's output
 # and escapes the word it inserts, so it reads back as exactly that name.
 # (fish's command substitution drops a name's trailing newlines.)
+# A root that is not absolute is refused, as the shims and the hook refuse it: no
+# names are offered (and nothing is printed into the command line).
 function __cudaenv_comp_root
-    if test -n "$CUDAENV_ROOT"
-        echo $CUDAENV_ROOT
-        return
+    set -l root $CUDAENV_ROOT
+    if test -z "$root"
+        set -l data $XDG_DATA_HOME
+        test -n "$data"; or set data $HOME/.local/share
+        set root $data/cudaenv
     end
-    set -l data $XDG_DATA_HOME
-    test -n "$data"; or set data $HOME/.local/share
-    echo $data/cudaenv
+    string match -q -- '/*' "$root"; or return 1
+    printf '%s' "$root"
 end
 
 # The file name of path $argv[1], followed by a NUL. A tab would end the candidate
@@ -25,13 +28,15 @@ function __cudaenv_comp_name
 end
 
 function __cudaenv_comp_versions
-    for f in (__cudaenv_comp_root)/aliases/*
+    set -l root (__cudaenv_comp_root | string collect); or return 0
+    for f in $root/aliases/*
         test -f $f; and __cudaenv_comp_name $f
     end
 end
 
 function __cudaenv_comp_programs
-    for f in (__cudaenv_comp_root)/shims/*
+    set -l root (__cudaenv_comp_root | string collect); or return 0
+    for f in $root/shims/*
         test -x $f; and __cudaenv_comp_name $f
     end
 end
