@@ -40,6 +40,9 @@ del _c
 
 UNSAFE = frozenset(chr(c) for c in _TABLE)
 
+# `shown`: the same, and newline and tab too, so a value stays on its message's one line.
+_INLINE_TABLE: dict[int, str] = {**_TABLE, 0x09: "\\x09", 0x0A: "\\x0a"}
+
 # cudaenv's own drawing: return to the line's start, and erase the line.
 CONTROLS = frozenset({"\r", "\r\x1b[K"})
 
@@ -47,6 +50,12 @@ CONTROLS = frozenset({"\r", "\r\x1b[K"})
 def escape(text: str) -> str:
     """`text` with every character that could drive a terminal written in the notation above."""
     return text.translate(_TABLE)
+
+
+def shown(value: object) -> str:
+    """A path or other untrusted value as shown inside a one-line message: `escape`, and
+    newline and tab written \\x0a and \\x09 too. Error messages name a file with it."""
+    return str(value).translate(_INLINE_TABLE)
 
 
 def unsafe(text: str) -> bool:

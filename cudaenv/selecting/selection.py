@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from ..foundation import settings, store
+from ..foundation.terminal import shown
 from .versionfile import (  # the error model and the reader are selection's API too
     VERSION_FILE, TOOL_VERSIONS, ENV_VAR, ENV_INVALID, FOREIGN, ORIGIN_ENV, ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_BOUND,
     INSTALL_HINT, NOT_INSTALLED, NO_SYSTEM, SelectionError, InvalidSelection, NotInstalled,  # noqa: F401
@@ -112,7 +113,7 @@ def _foreign(directory: Path, st) -> bool:
 def _trusted(directory: Path, path: Path, st) -> bool:
     if not _foreign(directory, st):
         return True
-    sys.stderr.write(FOREIGN.format(path=path, uid=st.st_uid, directory=directory) + "\n")
+    sys.stderr.write(FOREIGN.format(path=shown(path), uid=st.st_uid, directory=shown(directory)) + "\n")
     return False
 
 
@@ -247,8 +248,8 @@ def locate(selection: Selection, env=None) -> Resolved:
     if entry and os.path.isdir(os.path.join(entry.root, "bin")):
         return Resolved(selection, Path(entry.root), entry.release, entry.origin)
     if selection.spec.is_system:
-        raise NotInstalled(NO_SYSTEM.format(origin=selection.origin))
-    raise NotInstalled(NOT_INSTALLED.format(spec=selection.spec.text, origin=selection.origin))
+        raise NotInstalled(NO_SYSTEM.format(origin=shown(selection.origin)))
+    raise NotInstalled(NOT_INSTALLED.format(spec=selection.spec.text, origin=shown(selection.origin)))
 
 
 def current(cwd: Path | None = None, env=None) -> Resolved:

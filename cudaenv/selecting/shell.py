@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..foundation import quoting, store
+from ..foundation import ownership, quoting, store
 from ..foundation.errors import InputError
 from .shims import SH_CR, fill, render_select, template
 from ..foundation.versions import InvalidVersion, parse_spec
@@ -177,7 +177,8 @@ def write_init_file(shell: str, text: str) -> Path | None:
             # without a new mtime every shell start would fall back to Python.
             os.utime(path)
             return path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Its parents ($HOME, ~/.local, ~/.local/state) 0755 and it 0700, whatever the umask.
+        ownership.make_dirs(path.parent, leaf=0o700)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as f:

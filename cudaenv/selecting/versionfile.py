@@ -27,6 +27,7 @@ import stat
 from pathlib import Path
 
 from ..foundation.errors import EX_BAD_INPUT, EX_NOT_INSTALLED, InputError, NotInstalledError
+from ..foundation.terminal import shown
 from ..foundation.versions import ALLOWED, InvalidVersion, Spec, describe, parse_spec
 
 VERSION_FILE = ".cuda-version"
@@ -87,7 +88,8 @@ class NotInstalled(SelectionError, NotInstalledError):
 
 
 def _invalid(where: str, lineno: int | None, why: str) -> InvalidSelection:
-    at = f"{where}:{lineno}" if lineno else where
+    # The file's path on the message's one line, whatever it holds (terminal.shown).
+    at = f"{shown(where)}:{lineno}" if lineno else shown(where)
     return InvalidSelection(f"{at}: {why}; allowed are {ALLOWED}")
 
 
@@ -154,7 +156,7 @@ def _kind(mode: int) -> str:
 
 
 def _not_regular(path, what: str) -> InvalidSelection:
-    return InvalidSelection(NOT_REGULAR.format(path=path, what=what))
+    return InvalidSelection(NOT_REGULAR.format(path=shown(path), what=what))
 
 
 def read_bytes(path: Path) -> bytes:
@@ -165,7 +167,7 @@ def read_bytes(path: Path) -> bytes:
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ELOOP) and os.path.islink(path):
             raise _not_regular(path, KIND_DANGLING) from None
-        raise InvalidSelection(UNREADABLE.format(path=path, reason=e.strerror)) from None
+        raise InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror)) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, _kind(st.st_mode))
     try:
@@ -173,7 +175,7 @@ def read_bytes(path: Path) -> bytes:
         # must not wait for a writer; fstat below then refuses it.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
-        raise InvalidSelection(UNREADABLE.format(path=path, reason=e.strerror)) from None
+        raise InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror)) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -186,13 +188,13 @@ def read_bytes(path: Path) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as e:
-        raise InvalidSelection(UNREADABLE.format(path=path, reason=e.strerror)) from None
+        raise InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror)) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
     lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
     if len(data) > MAX_BYTES or lines > MAX_LINES:
-        raise InvalidSelection(TOO_LARGE.format(path=path))
+        raise InvalidSelection(TOO_LARGE.format(path=shown(path)))
     return data
 
 
