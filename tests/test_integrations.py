@@ -553,6 +553,33 @@ def test_action_installs_cudaenv_isolated_and_outside_the_checkout():
         'cudaenv() { python3 -I -m cudaenv "$@"; }']
 
 
+def test_action_install_step_runs_no_program_of_the_checkout(tmp_path):
+    # The install step's shell code up to its cd, run by real bash in a checkout holding its own
+    # mktemp and python3, with PATH's empty, `.` and relative entries all naming that checkout:
+    # neither runs, and the step ends up in a directory of its own. The script's steps start it
+    # with the runner's bash ($BASH), not its shebang's `env bash` looked up on that PATH.
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    steps = action["runs"]["steps"]
+    lines = next(s for s in steps if s.get("name") == "Install cudaenv")["run"].split("\n")
+    head = "\n".join(lines[:lines.index('cd "$d"') + 1]) + "\npwd\n"
+    checkout = tmp_path / "checkout"
+    (checkout / "bin").mkdir(parents=True)
+    marker = tmp_path / "PWNED"
+    for where in (checkout, checkout / "bin"):
+        for name in ("mktemp", "python3"):
+            (where / name).write_text(f"#!/bin/sh\n: >'{marker}-{name}'\necho {checkout}\n")
+            (where / name).chmod(0o755)
+    for path in (":/usr/bin:/bin", "/usr/bin::/bin", "/usr/bin:/bin:", ".:/usr/bin:/bin", "bin:/usr/bin:/bin"):
+        r = subprocess.run(["bash", "-c", head], env={"PATH": path}, cwd=checkout, capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 0, (path, r.stderr)
+        assert not list(tmp_path.glob("PWNED*")), path
+        assert not r.stdout.strip().startswith(str(checkout)), (path, r.stdout)
+        os.rmdir(r.stdout.strip())
+    runs = [s["run"] for s in steps if "setup-cuda.sh" in s.get("run", "")]
+    assert runs and all(r.startswith('"$BASH" ') for r in runs), runs
+
+
 # --- systemd ----------------------------------------------------------------------------------
 
 def _systemd_unquote(value: str) -> dict:

@@ -36,8 +36,12 @@ set -euo pipefail
 # an unexpected error is such a line too, not a traceback.
 PRELUDE='
 import sys
-from cudaenv.foundation.terminal import escape
 def say(msg, file=sys.stdout):
+    try:
+        from cudaenv.foundation.terminal import escape
+    except ImportError:  # cudaenv is not installed here: ascii() escapes, all on one line
+        def escape(text):
+            return ascii(text)[1:-1]
     print("setup-cuda: " + escape(str(msg)).replace("\n", "\\n"), file=file, flush=True)
 def fail(msg):
     say(msg, sys.stderr)
