@@ -20,6 +20,7 @@ import stat
 import sys
 
 from .errors import InputError
+from .terminal import shown
 
 MAX_BYTES = 64 * 1024
 
@@ -57,9 +58,9 @@ def _spelled(setting, value, path: str) -> str:
         return str(value)
     if isinstance(value, str):
         if "\0" in value or "\n" in value:
-            raise ConfigError(f"{path}: {setting.key}: a value may not hold a newline or NUL")
+            raise ConfigError(f"{shown(path)}: {setting.key}: a value may not hold a newline or NUL")
         return value
-    raise ConfigError(f"{path}: {setting.key}: give a string, number or boolean, not {type(value).__name__}")
+    raise ConfigError(f"{shown(path)}: {setting.key}: give a string, number or boolean, not {type(value).__name__}")
 
 
 def read_file(path: str, by_key: dict) -> dict[str, str] | None:
@@ -73,7 +74,7 @@ def read_file(path: str, by_key: dict) -> dict[str, str] | None:
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
+        raise ConfigError(f"{shown(path)}: cannot be read ({e.strerror or e})") from None
     with os.fdopen(fd, "rb") as f:
         why = _trusted(path, os.fstat(f.fileno()))
         if why:
@@ -81,12 +82,12 @@ def read_file(path: str, by_key: dict) -> dict[str, str] | None:
             return None
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_BYTES} bytes; a configuration file is a few lines")
+        raise ConfigError(f"{shown(path)}: larger than {MAX_BYTES} bytes; a configuration file is a few lines")
     toml = _toml()
     try:
         table = toml.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, toml.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+        raise ConfigError(f"{shown(path)}: not valid TOML ({e})") from None
     out: dict[str, str] = {}
     for key, value in table.items():
         setting = by_key.get(key)
@@ -94,10 +95,10 @@ def read_file(path: str, by_key: dict) -> dict[str, str] | None:
             import difflib
 
             near = difflib.get_close_matches(key, list(by_key), n=1)
-            raise ConfigError(f"{path}: unknown setting {key[:40]!r}" + (f" (did you mean {near[0]}?)" if near else "")
+            raise ConfigError(f"{shown(path)}: unknown setting {key[:40]!r}" + (f" (did you mean {near[0]}?)" if near else "")
                               + "; `cudaenv config` lists them")
         if not setting.in_files:
-            raise ConfigError(f"{path}: {key} cannot be set in a configuration file: the shims and hooks read "
+            raise ConfigError(f"{shown(path)}: {key} cannot be set in a configuration file: the shims and hooks read "
                               f"{setting.name} from the environment; export it in your shell's rc file")
         out[setting.name] = _spelled(setting, value, path)
     return out

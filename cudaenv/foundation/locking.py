@@ -44,6 +44,7 @@ from contextlib import contextmanager
 
 from . import safeopen, settings
 from .errors import CudaenvError, InputError
+from .terminal import shown
 
 BACKENDS = ("auto", "flock", "posix", "lockdir")
 # What a filesystem answers when it has no (working) lock of that kind.
@@ -286,15 +287,15 @@ def open_lock_file(path: str) -> TextIO:
         fd = os.open(path, flags, 0o644)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise LockRefused(f"{path}: the lock file is a symbolic link; not following it "
+            raise LockRefused(f"{shown(path)}: the lock file is a symbolic link; not following it "
                               "(remove it if you made it)") from None
         if e.errno == errno.EISDIR:
-            raise LockRefused(f"{path}: the lock file is a directory; not using it") from None
+            raise LockRefused(f"{shown(path)}: the lock file is a directory; not using it") from None
         raise
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise LockRefused(f"{path}: the lock file is not a regular file; not using it")
+        raise LockRefused(f"{shown(path)}: the lock file is not a regular file; not using it")
     return os.fdopen(fd, "a")
 
 

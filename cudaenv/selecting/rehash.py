@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import aliases, discover, hostcc, shared_roots, storelinks
 from ..foundation import store
+from ..foundation.terminal import shown
 from .shims import rare_name, render_rare, render_shim
 
 
@@ -44,9 +45,9 @@ def extra_programs() -> set[str]:
     except FileNotFoundError:
         return set()
     except OSError as e:
-        raise store.StoreError(f"{path}: cannot read: {e.strerror}") from None
+        raise store.StoreError(f"{shown(path)}: cannot read: {e.strerror}") from None
     if len(data) > MAX_EXTRA_BYTES:
-        raise store.StoreError(f"{path}: larger than {MAX_EXTRA_BYTES} bytes; list one program name per line")
+        raise store.StoreError(f"{shown(path)}: larger than {MAX_EXTRA_BYTES} bytes; list one program name per line")
     names = set()
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         name = raw.split(b"#", 1)[0].strip().decode("utf-8", "replace")
@@ -56,7 +57,7 @@ def extra_programs() -> set[str]:
             from ..foundation.versions import describe
 
             raise store.StoreError(
-                f"{path}:{lineno}: {describe(name)} is not a program name; "
+                f"{shown(path)}:{lineno}: {describe(name)} is not a program name; "
                 f"allowed is one bare name per line, such as nvcc"
             )
         names.add(name)

@@ -22,6 +22,7 @@ from .. import venvstart
 from . import activation, aliases, libsearch, selection
 from ..foundation import programs, safeopen, store
 from ..foundation.errors import CudaenvError, InputError
+from ..foundation.terminal import shown
 from .versionfile import ENV_VAR
 
 # The interpreter's own answer to where it lives; -I so that PYTHONPATH or a
@@ -127,14 +128,14 @@ def find_venv(venv: str | None, project: Path, env=None) -> Path:
         return Path(env["VIRTUAL_ENV"]).absolute()
     if (project / ".venv").is_dir():
         return project / ".venv"
-    raise BindError(f"no Python environment to bind: $VIRTUAL_ENV is unset and {project / '.venv'} does not exist; "
+    raise BindError(f"no Python environment to bind: $VIRTUAL_ENV is unset and {shown(project / '.venv')} does not exist; "
                     "pass --venv PATH")
 
 
 def interpreter(venv: Path) -> Path:
     python = venv / "bin" / "python"
     if not os.access(python, os.X_OK):
-        raise BindError(f"{venv}: not a Python environment ({python} is missing or not executable); "
+        raise BindError(f"{shown(venv)}: not a Python environment ({shown(python)} is missing or not executable); "
                         "create one with: python -m venv " + str(venv))
     return python
 
@@ -142,10 +143,10 @@ def interpreter(venv: Path) -> Path:
 def _facts(python: Path) -> dict:
     out = programs.run_python(str(python), _FACTS, env=os.environ, timeout=120)
     if out.returncode != 0:
-        raise BindError(f"{python} does not run: {out.stderr.strip().splitlines()[-1:] or out.returncode}")
+        raise BindError(f"{shown(python)} does not run: {out.stderr.strip().splitlines()[-1:] or out.returncode}")
     facts = safeopen.json_loads(out.stdout)
     if tuple(facts["version"]) < (3, 10):
-        raise BindError(f"{python} is Python {'.'.join(map(str, facts['version']))}; "
+        raise BindError(f"{shown(python)} is Python {'.'.join(map(str, facts['version']))}; "
                         "the binding's start-up code needs 3.10 or newer")
     return facts
 
@@ -156,7 +157,7 @@ def _answer(project: str, store_root: str, env) -> tuple[selection.Resolved, lis
     env = {k: v for k, v in env.items() if k != venvstart.MARKER}
     env["CUDAENV_ROOT"] = store_root
     if not os.path.isdir(project):
-        raise BindError(f"the project {project} no longer exists; run: cudaenv venv unbind")
+        raise BindError(f"the project {shown(project)} no longer exists; run: cudaenv venv unbind")
     sel = selection.select(Path(project), env)
     resolved = _locate(sel, env)
     if sel.source == ENV_VAR or sel.spec.is_system:
@@ -252,7 +253,7 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
     files_env = {k: v for k, v in env.items() if k not in (venvstart.MARKER, ENV_VAR)}
     sel = selection.select_files(proj, files_env)
     if sel.source == "default" or sel.source == str(store.global_version_file(files_env)):
-        raise BindError(f"no .cuda-version in {proj} or above it selects a toolkit, so a binding would follow the "
+        raise BindError(f"no .cuda-version in {shown(proj)} or above it selects a toolkit, so a binding would follow the "
                         f"global selection; run `cudaenv local VERSION` in {proj} first")
     target = find_venv(venv, proj, env)
     python = interpreter(target)
@@ -260,7 +261,7 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
     prefix = _plain_path(facts["prefix"], "the environment's prefix")
     site = _plain_path(facts["purelib"], "its site-packages")
     if os.path.commonpath([os.path.realpath(site), os.path.realpath(prefix)]) != os.path.realpath(prefix):
-        raise BindError(f"{site}: site-packages is outside the environment {prefix}; not binding")
+        raise BindError(f"{shown(site)}: site-packages is outside the environment {shown(prefix)}; not binding")
     package = _plain_path(str(Path(__file__).resolve().parent.parent.parent), "cudaenv's location")
     store_root = _plain_path(str(store.root(env)), "the store")
     resolved, stamps = _answer(str(proj), store_root, files_env)
@@ -276,7 +277,7 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
         store.write_atomic(pth, f"import {venvstart.STUB_MODULE}\n")
     except OSError as e:
         unbind_files(prefix, site)
-        raise BindError(f"cannot write {e.filename or target}: {e.strerror}") from None
+        raise BindError(f"cannot write {shown(e.filename or target)}: {e.strerror}") from None
     _self_test(python, prefix, site, str(resolved.root))
     return Binding(prefix, str(proj), resolved, [str(p) for p in _files(prefix, site)])
 
@@ -294,7 +295,7 @@ def _self_test(python: Path, prefix: str, site: str, root: str) -> None:
     if out.returncode != 0 or seen.get("CUDA_HOME") != root or seen.get(venvstart.MARKER) != prefix:
         unbind_files(prefix, site)
         said = (out.stderr.strip().splitlines() or [f"CUDA_HOME={seen.get('CUDA_HOME')}"])[-1]
-        raise BindError(f"{python} did not take the binding ({said}); nothing is left bound")
+        raise BindError(f"{shown(python)} did not take the binding ({said}); nothing is left bound")
 
 
 def unbind_files(prefix: str, site: str | None) -> list[str]:
@@ -312,7 +313,7 @@ def unbind_files(prefix: str, site: str | None) -> list[str]:
         except FileNotFoundError:
             pass
         except OSError as e:
-            raise BindError(f"cannot remove {p}: {e.strerror}") from None
+            raise BindError(f"cannot remove {shown(p)}: {e.strerror}") from None
     return removed
 
 
