@@ -153,6 +153,14 @@ def test_shell_code_sets_the_exact_path_with_no_raw_control_character(hostile, s
     assert os.fsencode(str(entry)) in r.stdout.split(b"\n")
 
 
+def test_shown_keeps_a_path_on_its_messages_line():
+    # escape()'s notation, and newline and tab too: the message stays one line.
+    assert terminal.shown("/p/a\nb\tc\x1b]52;c;eA==\x07\u009b") == "/p/a\\x0ab\\x09c\\x1b]52;c;eA==\\x07\\u009b"
+    # What it shows passes the stream's guard unchanged, and a plain path is itself.
+    assert not terminal.unsafe(terminal.shown("/p/a\nb\x1b"))
+    assert terminal.shown(os.path.join("/plain", "dir")) == "/plain/dir"
+
+
 def test_escape_notation():
     assert terminal.escape("a\x1b[2J\x07\r\x7f\u009b\u202e\udc9b\udcff\\x\tb\nc é 中 😀") == \
         "a\\x1b[2J\\x07\\x0d\\x7f\\u009b\\u202e\\x9b\\xff\\x\tb\nc é 中 😀"
