@@ -493,6 +493,21 @@ def test_action_script_rejects_bad_input(box, inputs, message):
     assert github_file(genv, "OUTPUT") == "" and github_file(genv, "ENV") == ""
 
 
+def test_action_refuses_a_cache_dir_that_would_write_outputs(box):
+    # The cache directory is written to GITHUB_OUTPUT as one line: one holding a newline (from
+    # CUDAENV_CACHE_DIR) would add outputs of its own (a cache-key, say), so the plan refuses it in
+    # one escaped line and writes no output.
+    env, root, proj, tmp = box
+    genv = action_env(env, tmp, version="13.0", source="redist")
+    genv["CUDAENV_CACHE_DIR"] = str(tmp / "c\ncache-key=x\x1b[2J")
+    r = run_action("plan", genv, proj)
+    assert r.returncode != 0
+    assert r.stderr.splitlines() == [f"setup-cuda: the download cache directory '{tmp}/c\\ncache-key=x\\x1b[2J' "
+                                     "holds a control character; use a path without one (CUDAENV_CACHE_DIR, "
+                                     "XDG_CACHE_HOME)"], r.stderr
+    assert github_file(genv, "OUTPUT") == ""
+
+
 def plant_python_hooks(where: Path, marker: Path) -> None:
     """Every file a Python started in `where` (or with `where` on PYTHONPATH) could import or run
     unasked: each, if it runs, creates `marker` naming itself."""

@@ -109,9 +109,15 @@ offered = {Release.parse(r) for rels in json.load(os.fdopen(3))["releases"].valu
 print(newest_match(parse_spec(sys.argv[1]), offered) or sys.argv[1])
 PY
 )
+    # A line of GITHUB_OUTPUT each: a newline in the path would write outputs of its own.
     cache_dir=$(py <<'PY'
 from cudaenv.foundation import store
-print(store.cache_dir())
+from cudaenv.foundation.terminal import unsafe
+d = str(store.cache_dir())
+if unsafe(d) or "\n" in d:
+    fail(f"the download cache directory '{d}' holds a control character; use a path without one "
+         "(CUDAENV_CACHE_DIR, XDG_CACHE_HOME)")
+print(d)
 PY
 )
     {
