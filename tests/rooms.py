@@ -1,6 +1,7 @@
 """Which room of the package each test file covers, for running one room's tests.
 
-The rooms are the package's subpackages (docs/architecture.md), plus `interface`
+The rooms are the package's subpackages (docs/architecture.md), `shell` (the
+shell side in shims/: shims, hooks and the selection they share), plus `interface`
 (the CLI, its commands and completions, run as a user types them) and `project`
 (checks of the repository as a whole: docs, layout, types, packaging, mutations).
 conftest.py marks every test with its file's room, so `pytest -m selecting` runs
@@ -14,10 +15,14 @@ ROOMS = {
         "test_versions",
     ),
     "selecting": (
-        "test_auto", "test_build_modes", "test_companions", "test_discover", "test_hooks",
-        "test_hostcc", "test_one_name", "test_pyenv_parity", "test_selection",
-        "test_selection_sh", "test_shared_roots", "test_shell_trust", "test_shared_store", "test_shell_start",
-        "test_shim_elsewhere", "test_shims", "test_store_root", "test_venv_binding",
+        "test_auto", "test_build_modes", "test_companions", "test_discover", "test_hostcc",
+        "test_one_name", "test_selection", "test_shared_roots", "test_shared_store",
+        "test_store_root", "test_venv_binding",
+    ),
+    # The shell side: shims/ (the shims, the selection they share with Python, the hooks).
+    "shell": (
+        "test_hooks", "test_pyenv_parity", "test_selection_sh", "test_shell_start", "test_shell_trust",
+        "test_shim_elsewhere", "test_shims",
     ),
     "diagnosing": (
         "test_aarch64_qemu", "test_api", "test_data", "test_doctor", "test_doctor_libraries", "test_doctor_roots",

@@ -17,7 +17,8 @@ from cudaenv.selecting import libsearch
 WHY = bm.missing()
 # Read at import: the hermetic-home fixture drops CUDAENV_* settings before each test runs.
 UPDATE = os.environ.get("CUDAENV_UPDATE_GOLDEN") == "1"
-pytestmark = pytest.mark.skipif(WHY is not None, reason=f"build-mode harness: {WHY}")
+# Real builds under strace, four modes each: end-to-end, so `slow` (a room's quick run leaves them out).
+pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"build-mode harness: {WHY}"), pytest.mark.slow]
 
 # What the design promises, cell by cell: the hook, exec and the venv binding build with the
 # selection (the bound venv's python, started in $HOME without hook or shims); with

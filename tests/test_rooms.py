@@ -21,10 +21,10 @@ def test_no_file_is_in_two_rooms():
     assert len(seen) == len(set(seen))
 
 
-def test_the_rooms_are_the_package_rooms_and_the_two_outer_ones():
+def test_the_rooms_are_the_package_rooms_the_shell_side_and_the_outer_ones():
     package = TESTS.parent / "cudaenv"
     rooms = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()} - {"commands", "data"}
-    assert set(ROOMS) == rooms | {"interface", "project"}
+    assert set(ROOMS) == rooms | {"shell", "interface", "project"}
 
 
 def test_a_room_marker_collects_exactly_that_rooms_files(tmp_path):
