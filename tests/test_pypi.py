@@ -26,7 +26,7 @@ from cudaenv.foundation.versions import Release
 from cudaenv.installing.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
 from cudaenv.installing.sources import pypi
 from cudaenv.installing.sources.pypi import PypiSource
-from httpserver import closed_port
+from httpserver import POLL, closed_port
 
 PYPI = "https://pypi.org/simple/"
 MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
@@ -124,7 +124,7 @@ class Index:
                 self.wfile.write(body)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
         self.thread.start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
 

@@ -268,6 +268,7 @@ def _flipper(path: Path, seconds: float):
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+@pytest.mark.slow  # 100 races, about 30 s
 def test_shim_never_waits_on_a_file_flipped_to_a_fifo(store, tmp_path):  # noqa: F811
     """Between the shim's test of the file and its open, the owner of the directory swaps it
     for a FIFO: the shim reads the file, or refuses what is not one, and never waits for a

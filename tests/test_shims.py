@@ -358,9 +358,9 @@ def test_shim_reads_nothing_of_a_version_file_past_the_bound(store, tmp_path, co
 def test_a_stale_stamp_costs_one_pass_and_the_same_error(store, tmp_path):
     """A stamp dated as the file it vouches for while the file changed (its time set to the
     stamp's exactly, which only the file's owner, here the user, can do) spares the measure,
-    so dash reads the 1 MB line as it reads: but once, in the quick pass, which knows the file
-    is past the bound and gives the error without the full scan reading it again (it did: 2
-    million calls). The answer is the same as without the stamp. (A stamp merely newer than
+    so dash reads the 20 kB line as it reads: but once, in the quick pass, which knows the file
+    is past the bound and gives the error without the full scan reading it again (it did: twice
+    the file's size in calls; a 1 MB file took 2 million). The answer is the same as without the stamp. (A stamp merely newer than
     the file spares nothing: tests/test_shell_trust.py.)"""
     import shutil
 
@@ -374,7 +374,7 @@ def test_a_stale_stamp_costs_one_pass_and_the_same_error(store, tmp_path):
     root, env, cwd = store
     huge = tmp_path / "huge"
     huge.mkdir()
-    size = 1_000_000
+    size = 20_000  # past the bound ten times over: one pass and two are told apart below
     (huge / ".cuda-version").write_bytes(b"1" * size + b"\n")
     os.utime(huge / ".cuda-version", (1_000_000_000, 1_000_000_000))
     stamp = root / SIZE_STAMPS / str(huge / ".cuda-version").lstrip("/")
