@@ -44,10 +44,7 @@ function __cudaenv_root
         return 1
     end
     string match -q -- '/*' "$r"; and return 0
-    set -l shown @UNPRINTABLE@
-    if string match -qr '^[ -~]*$' -- "$r"
-        set shown (__cudaenv_describe (string escape --style=url -- "$r"))
-    end
+    set -l shown (__cudaenv_shown "$r")
     set -g __cudaenv_err @ROOT_NOT_ABSOLUTE{shown=$shown}@
     return 1
 end
@@ -78,6 +75,16 @@ function __cudaenv_describe -a escaped
         set text (string sub -l 40 -- "$text")...
     end
     echo "'$text'"
+end
+
+# A value as a one-line error shows it: quoted and cut at 40 characters when it is
+# printable ASCII, otherwise only the word for what it is.
+function __cudaenv_shown -a value
+    if string match -qr '^[ -~]*$' -- "$value"
+        __cudaenv_describe (string escape --style=url -- "$value")
+    else
+        echo @UNPRINTABLE@
+    end
 end
 
 # Every message the hook prints goes through here: each byte that is not
@@ -329,10 +336,7 @@ function __cudaenv_select
     if test -n "$value"
         set -g __cudaenv_source CUDAENV_VERSION
         if not __cudaenv_valid_spec "$value"
-            set -l shown @UNPRINTABLE@
-            if string match -qr '^[ -~]*$' -- "$value"
-                set shown (__cudaenv_describe (string escape --style=url -- "$value"))
-            end
+            set -l shown (__cudaenv_shown "$value")
             __cudaenv_invalid @ENV_INVALID{shown=$shown}@
             return 1
         end
@@ -343,10 +347,7 @@ function __cudaenv_select
     set -l file $__cudaenv_file
     if test -z "$file"
         if not set file (__cudaenv_global_file)
-            set -l shown @UNPRINTABLE@
-            if string match -qr '^[ -~]*$' -- "$file"
-                set shown (__cudaenv_describe (string escape --style=url -- "$file"))
-            end
+            set -l shown (__cudaenv_shown "$file")
             set -g __cudaenv_err @VERSION_FILE_NOT_ABSOLUTE{shown=$shown}@
             return 1
         end
