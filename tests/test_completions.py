@@ -261,24 +261,31 @@ zpty -d z
 @pytest.mark.slow
 def test_zsh_completes_hostile_names_literally(hostile, tmp_path):
     need("zsh")
-    env, cwd = hostile
-    d = tmp_path / "zsh"
-    d.mkdir()
-    (d / "rc.zsh").write_text(ZSH_RC % {"completions": COMPLETIONS, "tmp": d})
-    (d / "driver.zsh").write_text(ZSH_DRIVER)
+    _, cwd = hostile
     # The command's own arguments are file names, completed by zsh's _files.
-    files = cwd / "files"
-    files.mkdir()
-    for name in HOSTILE:
-        (files / name).touch()
     lines = [f"cudaenv {command} {name[:3]}" for command in ("local", "which", "exec") for name in HOSTILE]
     lines += [f"cudaenv exec nvcc files/{name[:3]}" for name in HOSTILE]
+    got, out = _tab_on_a_terminal("zsh", ZSH_RC, ZSH_DRIVER, hostile, tmp_path, HOSTILE, lines)
+    assert got == [f"1:{name}" for _ in range(3) for name in HOSTILE] + [f"1:files/{name}" for name in HOSTILE], \
+        out[-2000:]
+    no_marker(cwd, cwd.parent)
+
+
+def _tab_on_a_terminal(shell, rc, driver, hostile, tmp_path, names, lines) -> tuple[list[str], bytes]:
+    """Type each of `lines` and <Tab> in an interactive `shell` on a pseudo-terminal (zsh's zpty),
+    with a file of each of `names` under files/; (each line's last word after <Tab>, the output)."""
+    env, cwd = hostile
+    d = tmp_path / shell
+    d.mkdir()
+    (d / f"rc.{shell}").write_text(rc % {"completions": COMPLETIONS, "tmp": d})
+    (d / "driver.zsh").write_text(driver)
+    files = cwd / "files"
+    files.mkdir()
+    for name in names:
+        (files / name).touch()
     p = subprocess.run(["zsh", "-f", str(d / "driver.zsh"), str(d), *lines], env={**env, "TMPD": str(d)},
                        cwd=cwd, capture_output=True, timeout=300)
-    got = (d / "words").read_bytes().decode().split("\0")[:-1]
-    assert got == [f"1:{name}" for _ in range(3) for name in HOSTILE] + [f"1:files/{name}" for name in HOSTILE], \
-        p.stdout[-2000:]
-    no_marker(cwd, cwd.parent)
+    return (d / "words").read_bytes().decode().split("\0")[:-1], p.stdout
 
 
 BASH_RC = r'''
@@ -303,21 +310,11 @@ def test_bash_readline_inserts_hostile_names_literally(hostile, tmp_path):
     and a file name (the command's arguments, bash's own file name completion) as exactly that name."""
     need("bash")
     need("zsh")
-    env, cwd = hostile
-    d = tmp_path / "bash"
-    d.mkdir()
-    (d / "rc.bash").write_text(BASH_RC % {"completions": COMPLETIONS, "tmp": d})
-    (d / "driver.zsh").write_text(BASH_PTY_DRIVER)
-    files = cwd / "files"
-    files.mkdir()
+    _, cwd = hostile
     names = [n for n in HOSTILE if "\n" not in n]  # a newline in the line would end it
-    for name in names:
-        (files / name).touch()
     lines = [f"cudaenv local {n[:3]}" for n in names] + [f"cudaenv exec {n[:3]}" for n in names]
     lines += [f"cudaenv exec nvcc files/{n[:3]}" for n in names]
-    p = subprocess.run(["zsh", "-f", str(d / "driver.zsh"), str(d), *lines], env={**env, "TMPD": str(d)},
-                       cwd=cwd, capture_output=True, timeout=300)
-    got = (d / "words").read_bytes().decode().split("\0")[:-1]
+    got, out = _tab_on_a_terminal("bash", BASH_RC, BASH_PTY_DRIVER, hostile, tmp_path, names, lines)
     want = [f"3:{n}" for n in names] * 2 + [f"4:files/{n}" for n in names]
-    assert got == want, p.stdout[-2000:]
+    assert got == want, out[-2000:]
     no_marker(cwd, cwd.parent)
