@@ -208,3 +208,45 @@ def test_progress_bar_draws_on_a_terminal_with_its_label_escaped(tmp_path):
     assert b"\r\x1b[K" in out
     assert b"lbl" + terminal.escape(EVIL).encode() in out
     assert raw_controls(bytes(out).replace(b"\r\x1b[K", b"").replace(b"\r\n", b"\n")) == []
+
+
+# A directory a user names, with a newline and a tab in its name.
+SPLIT = "line\nbreak\ttab"
+
+
+def _one_line_naming_split(message: str) -> None:
+    assert message.count("\n") == 0 and "line\\x0abreak\\x09tab" in message, message
+
+
+def test_install_errors_keep_a_users_path_on_one_line(tmp_path, monkeypatch):
+    """Paths a user gives the install side (a mirror directory, the download cache, a pins
+    file, a CA bundle) stay on their error's one line, with newline and tab written \\x0a and
+    \\x09, from the CLI as from the functions that raise them."""
+    from httpserver import closed_port
+
+    from cudaenv.installing import download, pins
+    from cudaenv.installing.pins import PinsError
+
+    where = tmp_path / SPLIT
+    (where / "cache").mkdir(parents=True)
+    (where / "cache").chmod(0o777)
+    (where / "file").touch()
+    env = rehashed_store(tmp_path / "root")
+    offline = dict(env, CUDAENV_REDIST_URL=f"http://127.0.0.1:{closed_port()}/")
+    runs = [
+        (env, ("mirror", "create", str(where / "file"), "13.0")),
+        (env, ("mirror", "verify", str(where))),
+        (dict(offline, CUDAENV_CACHE_DIR=str(where / "cache")), ("install", "11.8", "--source", "redist")),
+    ]
+    for e, args in runs:
+        p = cli(e, *args, cwd=tmp_path)
+        err = p.stderr.decode()
+        assert p.returncode != 0 and err.startswith("cudaenv: ") and err.endswith("\n"), (args, err)
+        _one_line_naming_split(err[:-1])
+    monkeypatch.setenv("CUDAENV_PINS", str(where / "pins.json"))
+    with pytest.raises(PinsError) as e:
+        pins.load()
+    _one_line_naming_split(str(e.value))
+    with pytest.raises(download.DownloadError) as e:
+        download.ca_bundle({"SSL_CERT_FILE": str(where / "ca.pem")})
+    _one_line_naming_split(str(e.value))

@@ -27,6 +27,7 @@ import stat
 from pathlib import Path
 
 from .errors import AccessError
+from .terminal import shown
 
 
 # A directory cudaenv creates: a umask takes bits away from it, never adds them.
@@ -112,17 +113,17 @@ def owner_problem(path: Path | str, *, ancestors: bool = True, any_owner: bool =
         except FileNotFoundError:
             st = None
         except OSError as e:
-            return f"{p}: {e.strerror}"
+            return f"{shown(p)}: {e.strerror}"
         if st is not None:
             if st.st_uid not in (0, me, also) and not any_owner:
-                return f"{p} belongs to uid {st.st_uid}"
+                return f"{shown(p)} belongs to uid {st.st_uid}"
             write = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
             if write == stat.S_IWGRP and _private_group(st.st_gid):
                 write = 0
             if write:
                 sticky_above = not target and st.st_mode & stat.S_ISVTX
                 if not sticky_above:
-                    return f"{p} is writable by others (mode {mode_text(st)})"
+                    return f"{shown(p)} is writable by others (mode {mode_text(st)})"
         target = False
         if not ancestors or p == "/":
             return None

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from ..foundation import store
 from ..foundation.ownership import mode_text, owner_problem
+from ..foundation.terminal import shown
 
 KEY_NAME = "cache.key"
 KEY_BYTES = 32
@@ -65,7 +66,7 @@ def check_cache_dir() -> Path:
             if why:
                 break
     if why:
-        raise UntrustedCache(f"refusing the cache {d}: {why}; it and every directory above it must belong to "
+        raise UntrustedCache(f"refusing the cache {shown(d)}: {why}; it and every directory above it must belong to "
                              "you or root and be writable only by their owner (chmod go-w), or set "
                              "CUDAENV_CACHE_DIR to a directory of your own")
     return d

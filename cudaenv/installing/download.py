@@ -49,6 +49,7 @@ from pathlib import Path
 from ..foundation import diskspace, parallel, safeopen, settings, store
 from .cache import archives_root
 from ..foundation.progress import Progress, human_bytes, quiet
+from ..foundation.terminal import shown
 from .sources.base import Artifact, SourceError, Unreachable, host_of
 
 CHUNK = 1 << 20
@@ -284,7 +285,7 @@ def ca_bundle(env=None) -> str | bool:
         value = env.get(name)
         if value:
             if not os.path.exists(value):
-                raise DownloadError(f"{name}={value} names no file or directory; point it at a CA bundle "
+                raise DownloadError(f"{name}={shown(value)} names no file or directory; point it at a CA bundle "
                                     "(PEM) or unset it")
             return value
     return True

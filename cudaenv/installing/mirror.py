@@ -49,6 +49,7 @@ from pathlib import Path
 
 from ..foundation import safeopen, store
 from ..foundation.errors import EX_BAD_INPUT
+from ..foundation.terminal import shown
 from .sources.base import SourceError
 from ..foundation.versions import InvalidVersion, Release, newest_match, parse_spec
 
@@ -99,9 +100,9 @@ def read_state(directory: Path, source: str = "redist") -> dict:
     try:
         state = safeopen.json_loads(path.read_text())
     except (OSError, ValueError) as e:
-        raise MirrorError(f"{path}: not a readable mirror.json ({getattr(e, 'strerror', None) or e})") from None
+        raise MirrorError(f"{shown(path)}: not a readable mirror.json ({getattr(e, 'strerror', None) or e})") from None
     if not isinstance(state, dict) or state.get("schema") != SCHEMA or not isinstance(state.get("releases"), dict):
-        raise MirrorError(f"{path}: not a cudaenv mirror (expected \"schema\": \"{SCHEMA}\")")
+        raise MirrorError(f"{shown(path)}: not a cudaenv mirror (expected \"schema\": \"{SCHEMA}\")")
     return state
 
 
@@ -246,7 +247,7 @@ def create(directory, specs, profile: str = "build", platforms=None, source: str
     platforms = check_platforms(platforms)
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
-        raise MirrorError(f"{directory}: not a directory")
+        raise MirrorError(f"{shown(directory)}: not a directory")
     if source == "pypi":
         from .sources.pypi import index_url
 
@@ -257,13 +258,13 @@ def create(directory, specs, profile: str = "build", platforms=None, source: str
         upstream = upstream or base_url()
     upstream = upstream if upstream.endswith("/") else upstream + "/"
     if Path(directory).resolve().as_uri().rstrip("/") == upstream.rstrip("/"):
-        raise MirrorError(f"{directory}: is the upstream server itself; mirror into another directory")
+        raise MirrorError(f"{shown(directory)}: is the upstream server itself; mirror into another directory")
     if directory.is_dir() and not (directory / MIRROR_JSON).exists() and any(directory.iterdir()):
-        raise MirrorError(f"{directory}: not empty and not a cudaenv mirror (no {MIRROR_JSON}); use a new directory")
+        raise MirrorError(f"{shown(directory)}: not empty and not a cudaenv mirror (no {MIRROR_JSON}); use a new directory")
     state = read_state(directory, source)
     if state.get("source", "redist") != source:
         # The two layouts would share DIR/index.html and mirror.json's release keys.
-        raise MirrorError(f"{directory}: holds a {state.get('source')!s:.20} mirror; "
+        raise MirrorError(f"{shown(directory)}: holds a {state.get('source')!s:.20} mirror; "
                           f"mirror --source {source} into another directory")
     from .sources.base import redact
 
@@ -459,7 +460,7 @@ def verify(directory) -> VerifyReport:
     (a PyPI mirror: against the hashes the index gave, and its pages against mirror.json)."""
     directory = Path(directory)
     if not (directory / MIRROR_JSON).is_file():
-        raise MirrorError(f"{directory}: no {MIRROR_JSON} here; create the mirror with: cudaenv mirror create")
+        raise MirrorError(f"{shown(directory)}: no {MIRROR_JSON} here; create the mirror with: cudaenv mirror create")
     state = read_state(directory)
     pypi = state.get("source") == "pypi"
     pin_set = None if pypi else _shipped_pins()

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..foundation import settings
+from ..foundation.terminal import shown
 from .sources.base import SourceError
 
 FORMAT = 1
@@ -159,12 +160,12 @@ def _from_file(path: str, stamp: tuple) -> Pins:
         with os.fdopen(open_regular(path), "rb") as f:  # a FIFO named here must not hang every install
             raw = f.read(64 << 20)
     except OSError as e:
-        raise PinsError(f"CUDAENV_PINS {path}: {e.strerror}") from None
+        raise PinsError(f"CUDAENV_PINS {shown(path)}: {e.strerror}") from None
     try:
-        document = parse_json(raw, f"CUDAENV_PINS {path}")
+        document = parse_json(raw, f"CUDAENV_PINS {shown(path)}")
     except SourceError as e:
         raise PinsError(str(e)) from None
-    return parse(document, f"CUDAENV_PINS {path}")
+    return parse(document, f"CUDAENV_PINS {shown(path)}")
 
 
 def load() -> Pins:

@@ -48,6 +48,7 @@ from .. import components
 from ...foundation.versions import Release
 from ...foundation import arch
 from ...foundation.ownership import make_dirs
+from ...foundation.terminal import shown
 from . import fixups
 from .base import Artifact, Plan, SourceError, UnknownComponent, UnknownRelease, Unreachable, redact
 
@@ -330,9 +331,9 @@ class PypiSource:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as e:
-            raise SourceError(f"cannot read {path}: {e.strerror}") from None
+            raise SourceError(f"cannot read {shown(path)}: {e.strerror}") from None
         if len(data) > limit:
-            raise SourceError(f"{path} is larger than {limit} bytes; not an index page")
+            raise SourceError(f"{shown(path)} is larger than {limit} bytes; not an index page")
         return data
 
     def _local_project_files(self, name: str, url: str) -> list[dict]:
@@ -340,7 +341,7 @@ class PypiSource:
         if page is None:
             root = Path(unquote(urlsplit(self.index).path))
             if not root.is_dir():
-                raise SourceError(f"PyPI index {redact(self.index)} (from {self.index_origin}): no such directory {root}")
+                raise SourceError(f"PyPI index {redact(self.index)} (from {self.index_origin}): no such directory {shown(root)}")
             raise SourceError(f"{name} is not on the PyPI index {redact(self.index)}")
         return _files_from_html(page.decode("utf-8", "replace"), url)
 

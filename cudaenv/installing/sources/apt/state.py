@@ -20,6 +20,7 @@ from pathlib import Path
 from ....foundation import store
 from ....foundation.ownership import write_bytes
 from ....foundation.arch import ARCHES
+from ....foundation.terminal import shown
 from ..base import SourceError, Unreachable
 from .index import Index, parse_stanzas, read_index_file
 from .repository import check_url
@@ -103,7 +104,7 @@ class AptState:
         if self.signed_by_works():
             return f"deb [signed-by={self.keyring}] {self.url} /"
         if system:
-            raise SourceError(f"apt: the keyring path {self.keyring} contains a space, which apt's signed-by "
+            raise SourceError(f"apt: the keyring path {shown(self.keyring)} contains a space, which apt's signed-by "
                               "cannot name: set CUDAENV_ROOT to a path without spaces for --system")
         # The private trusted.gpg.d holds this one key only, so an entry without
         # signed-by is still verified against NVIDIA's key and nothing else.
