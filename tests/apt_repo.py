@@ -162,7 +162,14 @@ def make_key(home: Path, name: str = "cudaenv test repository") -> GpgKey:
     fpr = next(line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:"))
     keyring = home / "keyring.gpg"
     subprocess.run(gpg + ["--yes", "--output", str(keyring), "--export", fpr], check=True, capture_output=True)
+    _stop_agent(home)
     return GpgKey(home, fpr, keyring)
+
+
+def _stop_agent(home: Path) -> None:
+    """gpg starts an agent for the secret key that outlives the test; stop it (a later sign
+    starts it again)."""
+    subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True)
 
 
 def index_repo(repo: Path) -> None:
@@ -186,6 +193,7 @@ def sign_repo(repo: Path, key: GpgKey) -> None:
                    check=True, capture_output=True)
     subprocess.run(gpg + ["--detach-sign", "--armor", "--output", str(repo / "Release.gpg"), str(repo / "Release")],
                    check=True, capture_output=True)
+    _stop_agent(key.home)
 
 
 def build_repo(root: Path, releases=tuple(RELEASES), key: GpgKey | None = None) -> Path:
