@@ -1,4 +1,6 @@
+import itertools
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -72,3 +74,36 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("skipped, and why")
     for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
         terminalreporter.write_line(f"{n:4d}  {reason}")
+
+
+_MARK_WORDS = {"and", "or", "not"}
+
+
+def _room_can_match(expression: str, room: str) -> bool | None:
+    """Whether `-m expression` can pick a test of a file in `room`, whatever the test's other
+    marks (slow, network, ...); None when the expression holds more than names, and/or/not
+    and brackets (marks with arguments), which pytest alone judges."""
+    if not re.fullmatch(r"[\w\s()]*", expression) or re.search(r"\w\s*\(", expression):
+        return None  # not only names (a mark with arguments: `timeout(3)`)
+    names = sorted(set(re.findall(r"\w+", expression)) - _MARK_WORDS)
+    others = [n for n in names if n not in ROOMS]
+    if len(others) > 8:
+        return None
+    # Each name becomes m_<name>, so a mark called `if` or `True` is still only a name.
+    code = compile(re.sub(r"\w+", lambda w: w[0] if w[0] in _MARK_WORDS else f"m_{w[0]}", expression) or "True",
+                   "<-m>", "eval")
+    for values in itertools.product((False, True), repeat=len(others)):
+        marks = {f"m_{n}": n == room for n in names} | {f"m_{n}": v for n, v in zip(others, values)}
+        if eval(code, {"__builtins__": {}}, marks):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under `-m` naming rooms, a test file of a room it cannot pick is not even imported:
+    importing and collecting all 3,000 tests cost each worker seconds of a one-room run."""
+    expression = config.getoption("markexpr", "")
+    room = ROOM_OF.get(collection_path.stem) if collection_path.suffix == ".py" else None
+    if room is None or not expression or os.environ.get("CUDAENV_TEST_COLLECT_EVERY_FILE"):
+        return None
+    return True if _room_can_match(expression, room) is False else None

@@ -1,6 +1,7 @@
 """Every test file belongs to a room (tests/rooms.py), so `pytest -m <room>` misses none."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,34 @@ def test_a_room_marker_collects_exactly_that_rooms_files(tmp_path):
     assert result.returncode == 0, result.stdout[-2000:]
     files = {Path(line.split("::")[0]).stem for line in result.stdout.splitlines() if "::" in line}
     assert files == set(ROOMS["exporting"])
+
+
+def _collected(tmp_path, *args, **env) -> tuple[list[str], str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args, str(TESTS)],
+        cwd=tmp_path, capture_output=True, text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}, **env})
+    assert result.returncode in (0, 5), result.stdout[-2000:]
+    # (the tests picked, how many the files looked at hold: "93/932 tests collected ...")
+    return (sorted(line for line in result.stdout.splitlines() if "::" in line),
+            re.search(r"(\d+) tests? collected", result.stdout)[1])
+
+
+def test_files_of_other_rooms_are_not_imported_and_nothing_is_lost(tmp_path):
+    """conftest.py leaves out, before importing them, the files of rooms `-m` cannot pick; the
+    tests picked are exactly those a collection of every file picks."""
+    import conftest
+
+    for expression, room, can in [("shell and not slow and not network", "shell", True),
+                                  ("shell and not slow and not network", "installing", False),
+                                  ("not shell", "shell", False), ("not shell", "project", True),
+                                  ("(shell or installing) and slow", "installing", True),
+                                  ("exporting and not exporting", "exporting", False),
+                                  ("slow", "foundation", True), ("True or if", "shell", True)]:
+        assert conftest._room_can_match(expression, room) is can, (expression, room)
+    assert conftest._room_can_match("timeout(3)", "shell") is None
+    for expression in ("exporting and not slow", "(exporting or foundation) and not network"):
+        (fast, looked_at), (full, every) = (_collected(tmp_path, "-m", expression),
+                                            _collected(tmp_path, "-m", expression, CUDAENV_TEST_COLLECT_EVERY_FILE="1"))
+        assert fast and fast == full, expression
+        assert int(looked_at) < int(every) / 10, (expression, looked_at, every)
