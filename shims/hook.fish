@@ -307,11 +307,18 @@ end
 function __cudaenv_find_file
     set -g __cudaenv_file
     set -g __cudaenv_warn
-    # (`string collect`: a directory name may hold a newline, which would split the path in two.)
-    set -l d (string replace -r '/$' '' -- $PWD | string collect)
-    while true
-        # One `test` per directory for the common case, neither file there
-        # (this runs at every prompt); -L as well as -e: a dangling symlink counts.
+    # The directories from here up to the root ("": its files are "/.cuda-version"), deepest first.
+    # This runs at every prompt: every ancestor from one split, not one substitution each
+    # (`string split` hands a substitution whole elements: a name holding a newline stays one).
+    set -l dirs ""
+    set -l d ""
+    for part in (string split --no-empty / -- $PWD)
+        set d "$d/$part"
+        set -p dirs $d
+    end
+    for d in $dirs
+        # One `test` per directory for the common case, neither file there;
+        # -L as well as -e: a dangling symlink counts.
         if test -e "$d/.cuda-version" -o -L "$d/.cuda-version" -o -e "$d/.tool-versions" -o -L "$d/.tool-versions"
             if __cudaenv_exists "$d/.cuda-version"; and not __cudaenv_foreign "$d" "$d/.cuda-version"
                 set -g __cudaenv_file "$d/.cuda-version"
@@ -325,9 +332,8 @@ function __cudaenv_find_file
                 end
             end
         end
-        test -n "$d"; or return 1
-        set d (string replace -r '/[^/]*$' '' -- "$d" | string collect)
     end
+    return 1
 end
 
 # Sets __cudaenv_spec and __cudaenv_source by precedence; __cudaenv_err on failure.

@@ -99,6 +99,10 @@ CASES = [
     Case("nearest-wins", ("ok", "managed:12.8.1"), managed=TWO,
          files={V: b"13.0\n", "a/b/c/" + V: b"12.8.1\n"}),
     Case("file-in-cwd", ("ok", "managed:13.0.0"), managed=TWO, files={DEEP + "/" + V: b"13.0.0\n"}),
+    # A directory name holding a newline on the way up: a reader that splits the path there
+    # misses the file inside it and takes the one above.
+    Case("walk-up-through-a-newline-name", ("ok", "managed:12.8.1"), managed=TWO,
+         files={V: b"13.0\n", "new\nline/" + V: b"12.8\n"}, cwd="new\nline/a/b"),
     Case("file-beats-global", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"12\n"}, global_=b"13\n"),
     Case("env-beats-file", ("ok", "managed:12.8.1"), managed=TWO, files={V: b"13.0\n"},
          env={"CUDAENV_VERSION": "12.8"}),
