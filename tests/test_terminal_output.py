@@ -250,3 +250,15 @@ def test_install_errors_keep_a_users_path_on_one_line(tmp_path, monkeypatch):
     with pytest.raises(download.DownloadError) as e:
         download.ca_bundle({"SSL_CERT_FILE": str(where / "ca.pem")})
     _one_line_naming_split(str(e.value))
+
+
+def test_venv_bind_names_the_project_the_same_way_each_time(tmp_path):
+    """`venv bind` names a project without a .cuda-version twice in its refusal (where none was
+    found, and where to run `cudaenv local`); a tab in its name (a newline is refused before)
+    is written \\x09 both times, as every path in a one-line message."""
+    project = tmp_path / "tab\there"
+    project.mkdir()
+    p = cli(rehashed_store(tmp_path / "root"), "venv", "bind", "--project", str(project), cwd=tmp_path)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and err.startswith("cudaenv: no .cuda-version in ") and err.count("\n") == 1, err
+    assert "\t" not in err and err.count("tab\\x09here") == 2, err

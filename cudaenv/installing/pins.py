@@ -156,16 +156,17 @@ def _from_file(path: str, stamp: tuple) -> Pins:
     from .download import parse_json
     from ..foundation.store import open_regular
 
+    origin = f"CUDAENV_PINS {shown(path)}"  # how every message names the file
     try:
         with os.fdopen(open_regular(path), "rb") as f:  # a FIFO named here must not hang every install
             raw = f.read(64 << 20)
     except OSError as e:
-        raise PinsError(f"CUDAENV_PINS {shown(path)}: {e.strerror}") from None
+        raise PinsError(f"{origin}: {e.strerror}") from None
     try:
-        document = parse_json(raw, f"CUDAENV_PINS {shown(path)}")
+        document = parse_json(raw, origin)
     except SourceError as e:
         raise PinsError(str(e)) from None
-    return parse(document, f"CUDAENV_PINS {shown(path)}")
+    return parse(document, origin)
 
 
 def load() -> Pins:

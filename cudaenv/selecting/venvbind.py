@@ -136,7 +136,7 @@ def interpreter(venv: Path) -> Path:
     python = venv / "bin" / "python"
     if not os.access(python, os.X_OK):
         raise BindError(f"{shown(venv)}: not a Python environment ({shown(python)} is missing or not executable); "
-                        "create one with: python -m venv " + str(venv))
+                        "create one with: python -m venv " + shown(venv))
     return python
 
 
@@ -254,7 +254,7 @@ def bind(venv: str | None, project: str | None, env=None) -> Binding:
     sel = selection.select_files(proj, files_env)
     if sel.source == "default" or sel.source == str(store.global_version_file(files_env)):
         raise BindError(f"no .cuda-version in {shown(proj)} or above it selects a toolkit, so a binding would follow the "
-                        f"global selection; run `cudaenv local VERSION` in {proj} first")
+                        f"global selection; run `cudaenv local VERSION` in {shown(proj)} first")
     target = find_venv(venv, proj, env)
     python = interpreter(target)
     facts = _facts(python)

@@ -159,6 +159,10 @@ def _not_regular(path, what: str) -> InvalidSelection:
     return InvalidSelection(NOT_REGULAR.format(path=shown(path), what=what))
 
 
+def _unreadable(path, e: OSError) -> InvalidSelection:
+    return InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror))
+
+
 def read_bytes(path: Path) -> bytes:
     """The whole version file, which must be a regular file of at most MAX_BYTES
     bytes in at most MAX_LINES lines. Never reads more than MAX_BYTES + 1 bytes."""
@@ -167,7 +171,7 @@ def read_bytes(path: Path) -> bytes:
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ELOOP) and os.path.islink(path):
             raise _not_regular(path, KIND_DANGLING) from None
-        raise InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror)) from None
+        raise _unreadable(path, e) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, _kind(st.st_mode))
     try:
@@ -175,7 +179,7 @@ def read_bytes(path: Path) -> bytes:
         # must not wait for a writer; fstat below then refuses it.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as e:
-        raise InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror)) from None
+        raise _unreadable(path, e) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -188,7 +192,7 @@ def read_bytes(path: Path) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as e:
-        raise InvalidSelection(UNREADABLE.format(path=shown(path), reason=e.strerror)) from None
+        raise _unreadable(path, e) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
