@@ -210,8 +210,6 @@ class FileServer:
         self._httpd.owner = self
         if tls is not None:
             self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": POLL},
-                                        daemon=True)
 
     @property
     def url(self) -> str:
@@ -247,7 +245,7 @@ class FileServer:
         self.released.set()
 
     def start(self) -> "FileServer":
-        self._thread.start()
+        serve_in_background(self._httpd)
         FileServer.serving[self.url] = self.root
         return self
 
@@ -262,6 +260,13 @@ class FileServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def serve_in_background(server) -> threading.Thread:
+    """Serve `server` (a socketserver) from a daemon thread, which sees shutdown() within POLL."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
+    thread.start()
+    return thread
 
 
 def self_signed(directory: Path):

@@ -39,7 +39,7 @@ import pytest
 from cudaenv.diagnosing import resolver as rs
 from cudaenv.foundation.versions import number_key
 from fakemachine import PLATFORMS, Machine
-from httpserver import POLL, FileServer
+from httpserver import FileServer, serve_in_background
 from redist_mirror import RedistMirror, write_tar_xz
 from toolkits import base_env, rehashed_store
 
@@ -187,8 +187,7 @@ def endless(request):
     handler = type("Handler", (_EndlessHandler,), {"announce": request.param, "sent": []})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
-    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
-    t.start()
+    serve_in_background(httpd)
     yield f"http://127.0.0.1:{httpd.server_address[1]}/blob", handler.sent
     httpd.shutdown()
     httpd.server_close()

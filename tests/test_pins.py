@@ -23,7 +23,7 @@ from cudaenv.installing.download import MAX_JSON_DEPTH, DownloadError, parse_jso
 from cudaenv.foundation.versions import Release
 from cudaenv.installing.sources.base import IntegrityError
 from cudaenv.installing.sources.redist import RedistSource
-from httpserver import POLL, FileServer
+from httpserver import FileServer, serve_in_background
 from redist_mirror import REDIST_MANIFESTS, RedistMirror, nvcc_script, package_entries, write_tar_xz
 from toolkits import base_env
 
@@ -321,7 +321,6 @@ def test_trust_root_is_nvidias_https_host_only():
 def test_deeply_nested_pypi_project_page_is_one_line_naming_the_url():
     """A PEP 691 page 100,000 levels deep, from a real loopback index."""
     import http.server
-    import threading
 
     from cudaenv.installing.sources.base import SourceError
     from cudaenv.installing.sources.pypi import JSON_ACCEPT, PypiSource
@@ -340,7 +339,7 @@ def test_deeply_nested_pypi_project_page_is_one_line_naming_the_url():
             self.wfile.write(body)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True).start()
+    serve_in_background(server)
     try:
         index = f"http://127.0.0.1:{server.server_address[1]}/simple/"
         with pytest.raises(SourceError) as e:

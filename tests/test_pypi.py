@@ -14,7 +14,6 @@ import platform
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -26,7 +25,7 @@ from cudaenv.foundation.versions import Release
 from cudaenv.installing.sources.base import SourceError, UnknownComponent, UnknownRelease, Unreachable
 from cudaenv.installing.sources import pypi
 from cudaenv.installing.sources.pypi import PypiSource
-from httpserver import POLL, closed_port
+from httpserver import closed_port, serve_in_background
 
 PYPI = "https://pypi.org/simple/"
 MACHINE = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
@@ -124,8 +123,7 @@ class Index:
                 self.wfile.write(body)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": POLL}, daemon=True)
-        self.thread.start()
+        serve_in_background(self.server)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
 
     def add(self, project: str, wheel: Path, sha256: str | None = "auto", yanked: bool = False):
